@@ -1,0 +1,36 @@
+"""Pure rules of a claim on tickets (no Django)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from fairqueue.states import StateMachine
+
+
+class ClaimStatus(StrEnum):
+    CLAIMED = "CLAIMED"
+    CONFIRMED = "CONFIRMED"
+    RELEASED = "RELEASED"
+
+
+C = ClaimStatus
+CLAIM_MACHINE = StateMachine(
+    "claim",
+    {
+        C.CLAIMED: {C.CONFIRMED, C.RELEASED},
+        # A late payment success for a released claim re-instates it when the
+        # tickets are still free (invariant 5).
+        C.RELEASED: {C.CONFIRMED},
+    },
+)
+
+# Claims that hold tickets (invariant 3) and count as the customer's purchase
+# for the event (invariant 6).
+HOLDING_STATUSES = (C.CLAIMED, C.CONFIRMED)
+
+
+class ReleaseReason(StrEnum):
+    CUSTOMER = "customer"
+    EXPIRED = "expired"
+    PAYMENT_FAILED = "payment_failed"
+    STAFF = "staff"

@@ -1,0 +1,60 @@
+"""Pure rules of the event lifecycle (no Django)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from fairqueue.states import StateMachine
+
+
+class EventStatus(StrEnum):
+    DRAFT = "DRAFT"
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    SOLD_OUT = "SOLD_OUT"
+    ENDED = "ENDED"
+
+
+S = EventStatus
+EVENT_MACHINE = StateMachine(
+    "event",
+    {
+        S.DRAFT: {S.ACTIVE},
+        S.ACTIVE: {S.PAUSED, S.SOLD_OUT, S.ENDED},
+        S.PAUSED: {S.ACTIVE, S.ENDED},
+        S.SOLD_OUT: {S.ACTIVE, S.ENDED},
+    },
+)
+
+# Statuses in which the event is live: queue and Redis state must exist.
+LIVE_STATUSES = (S.ACTIVE, S.PAUSED, S.SOLD_OUT)
+
+
+def sale_window_errors(
+    *,
+    sale_start: datetime | None,
+    sale_end: datetime | None,
+    prequeue_opens_at: datetime | None,
+) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    if sale_start and sale_end and sale_end <= sale_start:
+        errors["sale_end"] = "The sale must end after it starts."
+    if prequeue_opens_at and sale_start and prequeue_opens_at >= sale_start:
+        errors["prequeue_opens_at"] = "The pre-queue must open before the sale starts."
+    return errors
+
+
+def is_on_sale(*, status: str, now: datetime, sale_start: datetime, sale_end: datetime) -> bool:
+    """Customers may claim (and normal joiners may queue) only inside the window."""
+    return status in (S.ACTIVE, S.PAUSED, S.SOLD_OUT) and sale_start <= now < sale_end
+
+
+def in_prequeue(
+    *, status: str, now: datetime, prequeue_opens_at: datetime | None, sale_start: datetime
+) -> bool:
+    return (
+        status in (S.ACTIVE, S.PAUSED)
+        and prequeue_opens_at is not None
+        and prequeue_opens_at <= now < sale_start
+    )

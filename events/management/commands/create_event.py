@@ -1,0 +1,75 @@
+import json
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from events.models import Organizer
+from events.services import TierSpec, default_sale_window, event_activate, event_create
+from fairqueue.errors import AppError
+
+
+def _tier(value: str) -> TierSpec:
+    try:
+        name, price, inventory = value.rsplit(":", 2)
+        return TierSpec(name=name, price=int(price), inventory=int(inventory))
+    except ValueError as exc:
+        raise CommandError(f"--tier must be NAME:PRICE:INVENTORY, got {value!r}") from exc
+
+
+def _when(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise CommandError(f"not an ISO 8601 date-time: {value!r}") from exc
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.utc)
+
+
+class Command(BaseCommand):
+    help = "Create an event with tiers; prints one JSON line with the ids."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--tier", action="append", required=True, help="NAME:PRICE:INVENTORY")
+        parser.add_argument("--max-per-customer", type=int, default=1)
+        parser.add_argument("--sale-start")
+        parser.add_argument("--sale-end")
+        parser.add_argument("--prequeue-opens-at")
+        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument("--window-seconds", type=int, default=300)
+        parser.add_argument("--max-active-admitted", type=int, default=5000)
+        parser.add_argument("--activate", action="store_true")
+        parser.add_argument("--organizer", default="demo@fairqueue.local", help="Organizer email")
+
+    def handle(self, *args, **o):
+        start, end = default_sale_window()
+        user, _ = get_user_model().objects.get_or_create(
+            username=o["organizer"], defaults={"email": o["organizer"], "is_staff": True}
+        )
+        organizer, _ = Organizer.objects.get_or_create(name=o["organizer"])
+        organizer.members.add(user)
+        try:
+            event = event_create(
+                organizer=organizer,
+                name=o["name"],
+                sale_start=_when(o["sale_start"]) or start,
+                sale_end=_when(o["sale_end"]) or end,
+                prequeue_opens_at=_when(o["prequeue_opens_at"]),
+                tiers=[_tier(t) for t in o["tier"]],
+                max_tickets_per_customer=o["max_per_customer"],
+                admission_batch_size=o["batch_size"],
+                admission_window_seconds=o["window_seconds"],
+                max_active_admitted=o["max_active_admitted"],
+            )
+            if o["activate"]:
+                event = event_activate(event_id=event.pk)
+        except AppError as exc:
+            raise CommandError(f"{exc.message} {json.dumps(exc.details)}") from exc
+        tiers = [
+            {"id": str(t.id), "name": t.name, "price": t.price, "inventory": t.inventory}
+            for t in event.tiers.all()
+        ]
+        self.stdout.write(json.dumps({"event_id": str(event.pk), "tiers": tiers}))

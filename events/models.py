@@ -1,0 +1,110 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from events.domain import EventStatus
+from fairqueue.states import choices
+
+
+class Organizer(models.Model):
+    """A company selling tickets; its members are Django users who use the admin."""
+
+    name = models.CharField(max_length=200, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="organizers")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Event(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organizer = models.ForeignKey(Organizer, on_delete=models.PROTECT, related_name="events")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=220, unique=True)
+    description = models.TextField(blank=True)
+    venue = models.CharField(max_length=200, blank=True)
+    starts_at = models.DateTimeField(null=True, blank=True)
+    currency = models.CharField(max_length=3, default="NGN")
+    sale_start = models.DateTimeField()
+    sale_end = models.DateTimeField()
+    prequeue_opens_at = models.DateTimeField(null=True, blank=True)
+    max_tickets_per_customer = models.PositiveSmallIntegerField(default=1)
+    admission_batch_size = models.PositiveIntegerField(default=500)
+    admission_window_seconds = models.PositiveIntegerField(default=300)
+    max_active_admitted = models.PositiveIntegerField(default=5000)
+    status = models.CharField(
+        max_length=16, choices=choices(EventStatus), default=EventStatus.DRAFT, db_index=True
+    )
+    # Set when the pre-queue has been shuffled into its final order (once).
+    prequeue_shuffled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["sale_start", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(sale_end__gt=models.F("sale_start")), name="event_sale_window"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_tickets_per_customer__gte=1), name="event_max_per_customer"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(admission_batch_size__gte=1), name="event_batch_size"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TicketTier(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tiers")
+    name = models.CharField(max_length=100)
+    price = models.PositiveBigIntegerField(help_text="In minor units (kobo for NGN).")
+    inventory = models.PositiveIntegerField()
+    sort_order = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["sort_order", "price"]
+        constraints = [
+            models.UniqueConstraint(fields=["event", "name"], name="tier_name_unique"),
+            models.CheckConstraint(condition=models.Q(price__gt=0), name="tier_price_positive"),
+            models.CheckConstraint(
+                condition=models.Q(inventory__gt=0), name="tier_inventory_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event.name} / {self.name}"
+
+
+class Ticket(models.Model):
+    """One row per sellable ticket of a tier (invariant 1).
+
+    A claim takes its tickets by setting ``claim`` on free rows selected with
+    ``FOR UPDATE SKIP LOCKED``: Postgres itself refuses to hand out more
+    tickets than exist, and concurrent claims lock different rows instead of
+    queueing on one counter row.
+    """
+
+    tier = models.ForeignKey(TicketTier, on_delete=models.CASCADE, related_name="tickets")
+    claim = models.ForeignKey(
+        "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="tickets"
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["tier"], condition=models.Q(claim__isnull=True), name="ticket_free_by_tier"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"ticket {self.pk} of {self.tier_id}"

@@ -1,0 +1,23 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from events.inventory import available_tickets
+from events.selectors import event_public_get, events_public
+from events.serializers import EventDetailSerializer, EventListSerializer
+
+
+class EventListView(APIView):
+    @extend_schema(responses=EventListSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        events = events_public()[:200]
+        return Response({"results": EventListSerializer(events, many=True).data})
+
+
+class EventDetailView(APIView):
+    @extend_schema(responses=EventDetailSerializer)
+    def get(self, request: Request, event_id: str) -> Response:
+        event = event_public_get(event_id=event_id)
+        context = {"available": available_tickets(event_id=event.pk)}
+        return Response(EventDetailSerializer(event, context=context).data)

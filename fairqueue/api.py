@@ -1,0 +1,41 @@
+"""Small shared pieces of the REST interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+
+from fairqueue.core.tokens import CustomerPrincipal
+from fairqueue.errors import InvalidInput
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know (422), so a typo is an error rather
+    than a silently ignored option."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise InvalidInput("The request body must be a JSON object.")
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise InvalidInput(
+                "Unknown fields in the request body.", details={"unknown_fields": unknown}
+            )
+        return super().to_internal_value(data)
+
+
+def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class IsCustomer(permissions.BasePermission):
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.user, CustomerPrincipal)
+
+
+def customer_of(request: Request) -> CustomerPrincipal:
+    return request.user  # type: ignore[return-value]

@@ -1,0 +1,42 @@
+"""Live pushes to WebSocket clients through the Channels layer.
+
+Groups: one per event (everyone watching its queue) and one per customer per
+event (their own admission / expiry). Messages are sent only after the
+Postgres transaction that caused them has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+
+def event_group(event_id: object) -> str:
+    return f"event.{event_id}"
+
+
+def customer_group(event_id: object, customer_id: object) -> str:
+    return f"event.{event_id}.customer.{customer_id}"
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            group, {"type": "queue.push", "message": message}
+        )
+    except Exception:  # a push is best effort: clients also poll their position
+        logger.exception("broadcast to %s failed", group)
+
+
+def push_after_commit(group: str, message: dict[str, Any]) -> None:
+    transaction.on_commit(lambda: _send(group, message))
+
+
+def push_now(group: str, message: dict[str, Any]) -> None:
+    _send(group, message)

@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from fairqueue.health import healthz
+
+api_v1 = [
+    path("auth/", include("fairqueue.core.urls")),
+    path("", include("events.urls")),
+    path("", include("queueing.urls")),
+    path("", include("claims.urls")),
+    path("", include("payments.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("", include("events.pages")),
+]
+
+handler404 = "fairqueue.errors.handler404"
+handler500 = "fairqueue.errors.handler500"

@@ -1,0 +1,18 @@
+import pytest
+from rest_framework.test import APIClient
+
+from fairqueue.redis import get_redis
+
+
+@pytest.fixture(autouse=True)
+def redis_clean():
+    """Every test starts with an empty Redis (the configured database only)."""
+    client = get_redis()
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
