@@ -36,7 +36,12 @@ def admission_token_issue(
 def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.UUID) -> Admission:
     """Signature, audience, expiry, event and customer. Whether the entry is
     still admitted is the caller's second check."""
-    claims = verify(token, audience=ADMISSION_AUDIENCE, expired_code="admission_expired")
+    try:
+        claims = verify(token, audience=ADMISSION_AUDIENCE)
+    except Unauthenticated as exc:
+        if exc.code == "token_expired":
+            raise Forbidden("The admission has expired.", code="admission_expired") from exc
+        raise
     try:
         admission = Admission(
             event_id=uuid.UUID(claims["evt"]),

@@ -32,7 +32,7 @@ def sign(claims: dict[str, Any], *, audience: str, ttl: timedelta) -> tuple[str,
     return jwt.encode(payload, settings.TOKEN_SIGNING_KEY, algorithm=_ALGORITHM), expires_at
 
 
-def verify(token: str, *, audience: str, expired_code: str = "token_expired") -> dict[str, Any]:
+def verify(token: str, *, audience: str) -> dict[str, Any]:
     """Decode and check signature, issuer, audience and expiry."""
     try:
         return jwt.decode(
@@ -44,7 +44,7 @@ def verify(token: str, *, audience: str, expired_code: str = "token_expired") ->
             options={"require": ["exp", "aud", "iss", "sub"]},
         )
     except jwt.ExpiredSignatureError as exc:
-        raise Unauthenticated("The token has expired.", code=expired_code) from exc
+        raise Unauthenticated("The token has expired.", code="token_expired") from exc
     except jwt.PyJWTError as exc:
         raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
 
