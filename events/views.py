@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 from events.inventory import available_tickets
 from events.selectors import event_public_get, events_public
 from events.serializers import EventDetailSerializer, EventListSerializer
+from queueing.selectors import queue_length
 
 
 class EventListView(APIView):
@@ -19,5 +20,8 @@ class EventDetailView(APIView):
     @extend_schema(responses=EventDetailSerializer)
     def get(self, request: Request, event_id: str) -> Response:
         event = event_public_get(event_id=event_id)
-        context = {"available": available_tickets(event_id=event.pk)}
+        context = {
+            "available": available_tickets(event_id=event.pk),
+            "queue_length": queue_length(event_id=event.pk),
+        }
         return Response(EventDetailSerializer(event, context=context).data)

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
@@ -99,6 +100,12 @@ class Busy(AppError):
         super().__init__(message, **kwargs)
 
 
+class PayloadTooLarge(AppError):
+    status = 413
+    code = "payload_too_large"
+    message = "The request body is too large."
+
+
 class GatewayError(AppError):
     status = 502
     code = "gateway_error"
@@ -128,6 +135,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     from rest_framework.views import set_rollback  # rest_framework.views imports us
 
     headers: dict[str, str] = {}
+    if isinstance(exc, RequestDataTooBig):  # body over DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = _too_large()
     if isinstance(exc, AppError):
         set_rollback()
         if exc.retry_after is not None:
@@ -149,12 +158,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if isinstance(exc, klass):
             status, code = mapped_status, mapped_code
             break
-    if isinstance(exc, drf.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
     if isinstance(exc, drf.ValidationError):
         message, details = "The request body is not valid.", {"fields": exc.detail}
     else:
         message, details = str(exc.detail), {}
+    if isinstance(exc, drf.Throttled) and exc.wait is not None:
+        retry_after = max(1, int(exc.wait + 0.999))
+        headers["Retry-After"] = str(retry_after)
+        details = {"retry_after": retry_after}
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     return Response(_envelope(code, message, details), status=status, headers=headers)
@@ -167,6 +178,38 @@ def json_error(code: str, message: str, status: int) -> JsonResponse:
 
 def handler404(request, exception=None):
     return json_error("not_found", "Not found.", 404)
+
+
+def api_not_found(request, *args, **kwargs):
+    """Any unknown path under /api/: the envelope, in DEBUG too (Django's
+    debug 404 page is HTML), and no slash-appending redirect that would turn
+    a POST into a GET."""
+    from django.urls import Resolver404, resolve
+
+    message = "Not found."
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            message = f"Not found. API paths end with '/': {request.path}/"
+    return json_error("not_found", message, 404)
+
+
+def _too_large() -> PayloadTooLarge:
+    from django.conf import settings
+
+    return PayloadTooLarge(details={"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE})
+
+
+def handler400(request, exception=None):
+    """Django's answer to a SuspiciousOperation outside DRF (e.g. a webhook
+    body over DATA_UPLOAD_MAX_MEMORY_SIZE): the envelope, not an HTML page."""
+    if isinstance(exception, RequestDataTooBig):
+        error = _too_large()
+        return JsonResponse(_envelope(error.code, error.message, error.details), status=413)
+    return json_error("bad_request", "The request could not be processed.", 400)
 
 
 def handler500(request):

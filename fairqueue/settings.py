@@ -152,6 +152,10 @@ CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
 PAYSTACK_BASE_URL = env.str("PAYSTACK_BASE_URL", default="http://127.0.0.1:8002")
 PAYSTACK_SECRET_KEY = env.str("PAYSTACK_SECRET_KEY", default="sk_test_fairqueue_sandbox")
 PAYSTACK_TIMEOUT_SECONDS = env.float("PAYSTACK_TIMEOUT_SECONDS", default=10.0)
+# Transient gateway failures (timeouts, 5xx, 429): attempts per call, and the
+# base of the exponential backoff with full jitter between them.
+PAYSTACK_MAX_ATTEMPTS = env.int("PAYSTACK_MAX_ATTEMPTS", default=3)
+PAYSTACK_RETRY_BASE_SECONDS = env.float("PAYSTACK_RETRY_BASE_SECONDS", default=0.25)
 PAYMENT_STALE_SECONDS = env.int("PAYMENT_STALE_SECONDS", default=120)
 # Test-only hooks that make a process fail at an exact line (e.g. between the
 # Postgres commit and the Redis write). Never enabled in production.
@@ -166,6 +170,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "fairqueue.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Proxies in front of the app whose X-Forwarded-For hop is trusted (nginx in
+    # docker compose: 1). 0 = the client is REMOTE_ADDR; never trust the header
+    # blindly, or a client picks a new throttle identity on every request.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "DEFAULT_THROTTLE_RATES": {
         "otp_request": env.str("THROTTLE_OTP_REQUEST", default="10/hour"),
         "otp_verify": env.str("THROTTLE_OTP_VERIFY", default="30/hour"),

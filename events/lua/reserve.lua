@@ -1,9 +1,17 @@
 -- Take `qty` tickets from a tier counter if enough are left, and remember the
 -- reservation as in flight until the Postgres transaction has finished.
--- KEYS[1] counter, KEYS[2] in-flight zset
--- ARGV[1] qty, ARGV[2] reservation id, ARGV[3] now (ms)
+-- Optionally first takes the claimer's lock (SET NX PX) in the same round trip.
+-- KEYS[1] counter, KEYS[2] in-flight zset, KEYS[3] (optional) lock
+-- ARGV[1] qty, ARGV[2] reservation id, ARGV[3] now (ms),
+-- ARGV[4] lock token, ARGV[5] lock ttl (ms) (with KEYS[3])
 -- Returns the count left, -1 when the counter is missing (cache miss), -2 when
--- there are not enough tickets.
+-- there are not enough tickets, -3 when the lock is held by someone else.
+-- With a lock, -1 and -2 leave the lock taken (the caller releases it).
+if KEYS[3] then
+  if not redis.call('SET', KEYS[3], ARGV[4], 'NX', 'PX', tonumber(ARGV[5])) then
+    return -3
+  end
+end
 local left = redis.call('GET', KEYS[1])
 if not left then
   return -1

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from fairqueue.core.views import MeView, OtpRequestView, OtpVerifyView
+
+urlpatterns = [
+    path("otp/request/", OtpRequestView.as_view(), name="otp-request"),
+    path("otp/verify/", OtpVerifyView.as_view(), name="otp-verify"),
+    path("me/", MeView.as_view(), name="me"),
+]

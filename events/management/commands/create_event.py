@@ -1,8 +1,9 @@
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import timezone
 
 from events.models import Organizer
@@ -25,7 +26,7 @@ def _when(value: str | None) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise CommandError(f"not an ISO 8601 date-time: {value!r}") from exc
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.utc)
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
 
 
 class Command(BaseCommand):
@@ -44,6 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--activate", action="store_true")
         parser.add_argument("--organizer", default="demo@fairqueue.local", help="Organizer email")
 
+    @transaction.atomic  # bad input leaves nothing behind, not even the organizer
     def handle(self, *args, **o):
         start, end = default_sale_window()
         user, _ = get_user_model().objects.get_or_create(

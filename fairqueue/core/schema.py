@@ -1,0 +1,16 @@
+"""OpenAPI description of the customer token (drf-spectacular extension)."""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class CustomerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "fairqueue.core.authentication.CustomerTokenAuthentication"
+    name = "customerToken"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "Customer token from POST /api/v1/auth/otp/verify/ (24 h).",
+        }

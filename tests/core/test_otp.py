@@ -1,0 +1,405 @@
+"""Sign-in with an emailed one-time code: request, verify, lockout, expiry,
+resend throttle, rate limits."""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from fairqueue.core.models import Customer, OneTimeCode
+from fairqueue.core.tokens import customer_token_verify
+from tests.core.conftest import REQUEST_URL, VERIFY_URL, code_from, other_code
+from tests.factories import CustomerFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def verify(api, email, code):
+    return api.post(VERIFY_URL, {"email": email, "code": code}, format="json")
+
+
+# --- request -------------------------------------------------------------------
+
+
+def test_request_sends_one_code_to_the_normalised_address_and_stores_only_a_hash(api, mailoutbox):
+    response = api.post(REQUEST_URL, {"email": "  Ada@Example.COM "}, format="json")
+
+    assert response.status_code == 202
+    assert response.json() == {
+        "status": "sent",
+        "expires_in": int(settings.OTP_TTL.total_seconds()),
+        "resend_after": settings.OTP_RESEND_SECONDS,
+    }
+    assert len(mailoutbox) == 1
+    assert mailoutbox[0].to == ["ada@example.com"]
+    code = code_from(mailoutbox[0])
+    assert code not in mailoutbox[0].subject
+    [otp] = OneTimeCode.objects.all()
+    assert otp.email == "ada@example.com"
+    assert otp.attempts == 0 and otp.consumed_at is None
+    salt, _, digest = otp.code_hash.partition("$")
+    assert len(salt) == 32 and len(digest) == 64
+    assert code not in otp.code_hash
+    assert timedelta(minutes=9) < otp.expires_at - timezone.now() <= settings.OTP_TTL
+    assert Customer.objects.count() == 0  # an account only once the address is proven
+
+
+def test_two_codes_for_the_same_code_value_hash_differently(request_code):
+    request_code("a@example.com")
+    request_code("b@example.com")
+    salts = {h.partition("$")[0] for h in OneTimeCode.objects.values_list("code_hash", flat=True)}
+    assert len(salts) == 2
+
+
+def test_known_and_unknown_addresses_get_the_same_answer(api, mailoutbox):
+    CustomerFactory(email="known@example.com")
+
+    known = api.post(REQUEST_URL, {"email": "known@example.com"}, format="json")
+    unknown = api.post(REQUEST_URL, {"email": "nobody@example.com"}, format="json")
+
+    assert (known.status_code, known.json()) == (unknown.status_code, unknown.json())
+    assert known.status_code == 202
+    assert sorted(m.to[0] for m in mailoutbox) == ["known@example.com", "nobody@example.com"]
+    assert Customer.objects.count() == 1  # the request created nobody
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"email": "not-an-email"}, "email"), ({}, "email"), ({"email": ""}, "email")],
+)
+def test_request_with_a_bad_address_is_422_and_sends_nothing(api, mailoutbox, body, field):
+    response = api.post(REQUEST_URL, body, format="json")
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert field in error["details"]["fields"]
+    assert mailoutbox == []
+    assert OneTimeCode.objects.count() == 0
+
+
+def test_a_stale_bearer_token_does_not_block_signing_in(api):
+    response = api.post(
+        REQUEST_URL,
+        {"email": "a@example.com"},
+        format="json",
+        HTTP_AUTHORIZATION="Bearer expired.or.garbage",
+    )
+    assert response.status_code == 202
+
+
+# --- verify --------------------------------------------------------------------
+
+
+def test_verify_returns_a_customer_token_and_creates_the_customer_once(api, request_code):
+    code = request_code("Ada@Example.com")
+
+    response = verify(api, " ADA@example.com", code)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"token", "customer_id", "expires_at"}
+    [customer] = Customer.objects.all()
+    assert customer.email == "ada@example.com"
+    assert body["customer_id"] == str(customer.id)
+    principal = customer_token_verify(body["token"])
+    assert principal.id == customer.id and principal.email == "ada@example.com"
+    lifetime = parse_datetime(body["expires_at"]) - timezone.now()
+    assert settings.CUSTOMER_TOKEN_TTL - timedelta(minutes=1) < lifetime
+    assert lifetime <= settings.CUSTOMER_TOKEN_TTL
+    assert OneTimeCode.objects.get().consumed_at is not None
+
+
+def test_a_code_works_once(api, request_code):
+    code = request_code("a@example.com")
+    assert verify(api, "a@example.com", code).status_code == 200
+
+    again = verify(api, "a@example.com", code)
+
+    assert again.status_code == 400
+    assert again.json()["error"]["code"] == "otp_invalid"
+    assert Customer.objects.count() == 1
+
+
+def test_an_existing_customer_signs_in_to_the_same_account(api, request_code):
+    customer = CustomerFactory(email="known@example.com")
+    code = request_code("KNOWN@example.com")
+
+    response = verify(api, "known@example.com", code)
+
+    assert response.json()["customer_id"] == str(customer.id)
+    assert Customer.objects.count() == 1
+
+
+def test_a_code_is_bound_to_its_address(api, request_code):
+    code = request_code("a@example.com")
+    # Even a copy of a's stored hash under b's address does not accept a's
+    # code: the address is part of what is hashed.
+    a_hash = OneTimeCode.objects.get().code_hash
+    OneTimeCode.objects.create(
+        email="b@example.com", code_hash=a_hash, expires_at=timezone.now() + timedelta(minutes=5)
+    )
+
+    response = verify(api, "b@example.com", code)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "otp_invalid"
+    assert Customer.objects.count() == 0
+
+
+def test_verify_without_any_code_requested_is_otp_invalid(api):
+    response = verify(api, "a@example.com", "123456")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "otp_invalid",
+        "message": "This code is not valid. Ask for a new one.",
+        "details": {"attempts_left": 0},
+    }
+    assert Customer.objects.count() == 0
+
+
+@pytest.mark.parametrize("code", ["12345", "1234567", "abcdef", "", "12 456"])
+def test_a_malformed_code_is_422_and_not_counted_as_an_attempt(api, request_code, code):
+    request_code("a@example.com")
+    response = verify(api, "a@example.com", code)
+    assert response.status_code == 422
+    assert "code" in response.json()["error"]["details"]["fields"]
+    assert OneTimeCode.objects.get().attempts == 0
+
+
+def test_unknown_fields_in_verify_are_refused(api, request_code):
+    code = request_code("a@example.com")
+    response = api.post(
+        VERIFY_URL, {"email": "a@example.com", "code": code, "remember": True}, format="json"
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["details"] == {"unknown_fields": ["remember"]}
+    assert OneTimeCode.objects.get().consumed_at is None
+    assert Customer.objects.count() == 0
+
+
+# --- wrong codes and lockout --------------------------------------------------------
+
+
+def test_wrong_codes_count_down_then_lock_the_code_even_for_the_right_one(api, request_code):
+    code = request_code("a@example.com")
+    wrong = other_code(code)
+
+    answers = [verify(api, "a@example.com", wrong) for _ in range(settings.OTP_MAX_ATTEMPTS)]
+
+    assert [a.status_code for a in answers] == [400] * 5
+    assert [a.json()["error"]["code"] for a in answers] == ["otp_invalid"] * 5
+    assert [a.json()["error"]["details"]["attempts_left"] for a in answers] == [4, 3, 2, 1, 0]
+    assert OneTimeCode.objects.get().attempts == 5
+
+    right = verify(api, "a@example.com", code)
+
+    assert right.status_code == 403
+    assert right.json()["error"]["code"] == "otp_locked"
+    assert "token" not in right.json()
+    assert Customer.objects.count() == 0
+    otp = OneTimeCode.objects.get()
+    assert otp.attempts == 5  # the lock itself is not another attempt
+    assert otp.consumed_at is None
+
+
+def test_a_new_code_after_a_lockout_works(api, request_code):
+    code = request_code("a@example.com")
+    for _ in range(settings.OTP_MAX_ATTEMPTS):
+        verify(api, "a@example.com", other_code(code))
+    OneTimeCode.objects.update(created_at=timezone.now() - timedelta(hours=1))
+
+    fresh = request_code("a@example.com")
+
+    assert verify(api, "a@example.com", fresh).status_code == 200
+
+
+# --- expiry ----------------------------------------------------------------------
+
+
+def test_an_expired_code_is_refused_and_the_attempt_not_counted(api, request_code):
+    code = request_code("a@example.com")
+    OneTimeCode.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    response = verify(api, "a@example.com", code)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "otp_expired"
+    assert Customer.objects.count() == 0
+    otp = OneTimeCode.objects.get()
+    assert otp.consumed_at is None and otp.attempts == 0
+
+
+def test_a_code_just_before_expiry_still_works(api, request_code):
+    code = request_code("a@example.com")
+    OneTimeCode.objects.update(expires_at=timezone.now() + timedelta(seconds=30))
+    assert verify(api, "a@example.com", code).status_code == 200
+
+
+# --- resend ----------------------------------------------------------------------
+
+
+def test_resend_is_throttled_per_address(api, mailoutbox, request_code):
+    request_code("a@example.com")
+
+    again = api.post(REQUEST_URL, {"email": "A@example.com"}, format="json")
+
+    assert again.status_code == 429
+    error = again.json()["error"]
+    assert error["code"] == "otp_resend_too_soon"
+    retry_after = int(again["Retry-After"])
+    assert 1 <= retry_after <= settings.OTP_RESEND_SECONDS
+    assert error["details"] == {"retry_after": retry_after}
+    assert len(mailoutbox) == 1
+    assert OneTimeCode.objects.count() == 1
+    # another address is not affected
+    request_code("b@example.com")
+
+
+def test_resend_after_the_interval_sends_a_new_code_and_kills_the_old_one(api, request_code):
+    old = request_code("a@example.com")
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
+    )
+
+    new = request_code("a@example.com")
+
+    assert OneTimeCode.objects.count() == 2
+    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 1
+    if old != new:  # one time in a million the two codes are equal
+        response = verify(api, "a@example.com", old)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "otp_invalid"
+        assert Customer.objects.count() == 0
+    assert verify(api, "a@example.com", new).status_code == 200
+
+
+# --- rate limits (DRF throttles on the Redis cache) ---------------------------------
+
+
+def _rate_count(scope: str) -> int:
+    return int(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"][scope].split("/")[0])
+
+
+def test_otp_request_is_rate_limited_per_client_with_retry_after(api, mailoutbox):
+    allowed = _rate_count("otp_request")
+    answers = [
+        api.post(REQUEST_URL, {"email": f"user{i}@example.com"}, format="json")
+        for i in range(allowed + 1)
+    ]
+
+    assert [a.status_code for a in answers] == [202] * allowed + [429]
+    error = answers[-1].json()["error"]
+    assert error["code"] == "rate_limited"
+    assert int(answers[-1]["Retry-After"]) >= 1
+    assert error["details"] == {"retry_after": int(answers[-1]["Retry-After"])}
+    assert len(mailoutbox) == allowed  # the refused request sent nothing
+    assert not OneTimeCode.objects.filter(email=f"user{allowed}@example.com").exists()
+
+
+def test_a_forged_x_forwarded_for_does_not_escape_the_rate_limit(api):
+    allowed = _rate_count("otp_request")
+    answers = [
+        api.post(
+            REQUEST_URL,
+            {"email": f"user{i}@example.com"},
+            format="json",
+            HTTP_X_FORWARDED_FOR=f"10.0.0.{i}",  # a new "client" every time
+        )
+        for i in range(allowed + 1)
+    ]
+    assert [a.status_code for a in answers] == [202] * allowed + [429]
+
+
+def test_behind_one_proxy_each_client_has_its_own_limit(api, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    allowed = _rate_count("otp_request")
+
+    def ask(i: int, client_ip: str):
+        return api.post(
+            REQUEST_URL,
+            {"email": f"user{i}@example.com"},
+            format="json",
+            # what nginx sends: whatever the client claimed, then the address it saw
+            HTTP_X_FORWARDED_FOR=f"6.6.6.{i}, {client_ip}",
+        )
+
+    first = [ask(i, "198.51.100.1").status_code for i in range(allowed + 1)]
+    other = ask(999, "198.51.100.2").status_code
+
+    assert first == [202] * allowed + [429]
+    assert other == 202
+
+
+def test_otp_verify_is_rate_limited_per_client(api, request_code):
+    code = request_code("a@example.com")
+    allowed = _rate_count("otp_verify")
+    answers = [verify(api, "a@example.com", "bad") for _ in range(allowed)]
+    assert {a.status_code for a in answers} == {422}
+
+    refused = verify(api, "a@example.com", code)
+
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert "Retry-After" in refused
+    assert OneTimeCode.objects.get().consumed_at is None
+    assert Customer.objects.count() == 0
+
+
+def test_rate_limits_fail_open_when_the_cache_is_down(api, mailoutbox, settings, closed_port):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{closed_port}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    response = api.post(REQUEST_URL, {"email": "a@example.com"}, format="json")
+    assert response.status_code == 202
+    assert len(mailoutbox) == 1
+
+
+# --- email failure ---------------------------------------------------------------
+
+
+def test_a_mail_server_that_is_down_is_503_and_leaves_no_code(api, settings, closed_port):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", closed_port, 2
+
+    response = api.post(REQUEST_URL, {"email": "a@example.com"}, format="json")
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "email_unavailable"
+    assert response["Retry-After"] == "1"
+    assert OneTimeCode.objects.count() == 0  # so an immediate retry is not throttled
+
+
+# --- OpenAPI -------------------------------------------------------------------------
+
+
+def test_schema_documents_the_sign_in_bodies(api):
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+
+    def resolve(ref: dict) -> dict:
+        return components[ref["$ref"].rsplit("/", 1)[1]]
+
+    request_op = schema["paths"]["/api/v1/auth/otp/request/"]["post"]
+    body = resolve(request_op["requestBody"]["content"]["application/json"]["schema"])
+    assert body["required"] == ["email"]
+    assert set(request_op["responses"]) == {"202", "400", "422", "429", "503"}
+    sent = resolve(request_op["responses"]["202"]["content"]["application/json"]["schema"])
+    assert set(sent["properties"]) == {"status", "expires_in", "resend_after"}
+
+    verify_op = schema["paths"]["/api/v1/auth/otp/verify/"]["post"]
+    body = resolve(verify_op["requestBody"]["content"]["application/json"]["schema"])
+    assert sorted(body["required"]) == ["code", "email"]
+    signed_in = resolve(verify_op["responses"]["200"]["content"]["application/json"]["schema"])
+    assert set(signed_in["properties"]) == {"token", "customer_id", "expires_at"}
+    error = resolve(verify_op["responses"]["400"]["content"]["application/json"]["schema"])
+    assert set(error["properties"]) == {"error"}
+
+    me_op = schema["paths"]["/api/v1/auth/me/"]["get"]
+    assert {"customerToken": []} in me_op["security"]
+    assert schema["components"]["securitySchemes"]["customerToken"]["scheme"] == "bearer"

@@ -1,0 +1,168 @@
+"""Token audience separation: only a customer token, signed with our key and
+not expired, authenticates a customer, over DRF and over the WebSocket
+middleware alike."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import jwt
+import pytest
+from asgiref.sync import async_to_sync
+from django.conf import settings
+
+from fairqueue.core.authentication import TokenAuthMiddleware
+from fairqueue.core.tokens import (
+    ADMISSION_AUDIENCE,
+    CUSTOMER_AUDIENCE,
+    ISSUER,
+    CustomerPrincipal,
+    customer_token_issue,
+    sign,
+)
+from queueing.tokens import admission_token_issue
+
+ME_URL = "/api/v1/auth/me/"
+CUSTOMER_ID = uuid.uuid4()
+
+
+def customer_token() -> str:
+    return customer_token_issue(customer_id=CUSTOMER_ID, email="ada@example.com")[0]
+
+
+def admission_token() -> str:
+    return admission_token_issue(
+        event_id=uuid.uuid4(),
+        customer_id=CUSTOMER_ID,
+        queue_entry_id=uuid.uuid4(),
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+    )
+
+
+def claims(**overrides) -> dict:
+    now = datetime.now(UTC)
+    base = {
+        "sub": str(CUSTOMER_ID),
+        "email": "ada@example.com",
+        "iss": ISSUER,
+        "aud": CUSTOMER_AUDIENCE,
+        "iat": int(now.timestamp()),
+        "exp": int((now + timedelta(hours=1)).timestamp()),
+    }
+    return {k: v for k, v in {**base, **overrides}.items() if v is not None}
+
+
+def other_key_token() -> str:
+    return jwt.encode(claims(), "some-other-key-that-is-long-enough-32b", algorithm="HS256")
+
+
+def expired_token() -> str:
+    return sign(
+        {"sub": str(CUSTOMER_ID), "email": "ada@example.com"},
+        audience=CUSTOMER_AUDIENCE,
+        ttl=timedelta(seconds=-5),
+    )[0]
+
+
+def unsigned_token() -> str:
+    return jwt.encode(claims(), None, algorithm="none")
+
+
+def no_subject_token() -> str:
+    return jwt.encode(claims(sub=None), settings.TOKEN_SIGNING_KEY, algorithm="HS256")
+
+
+def bad_subject_token() -> str:
+    return jwt.encode(claims(sub="not-a-uuid"), settings.TOKEN_SIGNING_KEY, algorithm="HS256")
+
+
+def other_issuer_token() -> str:
+    return jwt.encode(claims(iss="someone-else"), settings.TOKEN_SIGNING_KEY, algorithm="HS256")
+
+
+REFUSED = [
+    pytest.param(admission_token, "invalid_token", id="admission-token"),
+    pytest.param(
+        lambda: sign(
+            {"sub": str(CUSTOMER_ID)}, audience=ADMISSION_AUDIENCE, ttl=timedelta(hours=1)
+        )[0],
+        "invalid_token",
+        id="other-audience",
+    ),
+    pytest.param(other_key_token, "invalid_token", id="other-key"),
+    pytest.param(expired_token, "token_expired", id="expired"),
+    pytest.param(unsigned_token, "invalid_token", id="alg-none"),
+    pytest.param(no_subject_token, "invalid_token", id="no-subject"),
+    pytest.param(bad_subject_token, "invalid_token", id="subject-not-uuid"),
+    pytest.param(other_issuer_token, "invalid_token", id="other-issuer"),
+    pytest.param(lambda: "not.a.jwt", "invalid_token", id="garbage"),
+]
+
+
+# --- DRF -------------------------------------------------------------------------
+
+
+def test_a_customer_token_authenticates(api):
+    response = api.get(ME_URL, HTTP_AUTHORIZATION=f"Bearer {customer_token()}")
+    assert response.status_code == 200
+    assert response.json() == {"customer_id": str(CUSTOMER_ID), "email": "ada@example.com"}
+
+
+@pytest.mark.parametrize(("make_token", "code"), REFUSED)
+def test_drf_refuses_every_other_token(api, make_token, code):
+    response = api.get(ME_URL, HTTP_AUTHORIZATION=f"Bearer {make_token()}")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == code
+    assert "customer_id" not in response.json()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "Token abc", "Bearer", "Bearer a b"],
+    ids=["missing", "other-scheme", "empty", "two-parts"],
+)
+def test_drf_without_a_usable_bearer_is_401(api, header):
+    extra = {"HTTP_AUTHORIZATION": header} if header is not None else {}
+    response = api.get(ME_URL, **extra)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+# --- Channels middleware -----------------------------------------------------------
+
+
+def call_middleware(query_string: bytes) -> dict:
+    """Run TokenAuthMiddleware around a tiny ASGI app that records its scope."""
+    seen: dict = {}
+
+    async def inner(scope, receive, send):
+        seen.update(scope)
+        return "inner-called"
+
+    async def receive():
+        return {"type": "websocket.connect"}
+
+    async def send(message):
+        return None
+
+    middleware = TokenAuthMiddleware(inner)
+    scope = {"type": "websocket", "path": "/ws/x/", "query_string": query_string}
+    result = async_to_sync(middleware)(scope, receive, send)
+    assert result == "inner-called"
+    assert seen["path"] == "/ws/x/"  # the rest of the scope is passed on
+    return seen
+
+
+def test_middleware_puts_the_customer_of_a_valid_token_in_the_scope():
+    scope = call_middleware(f"token={customer_token()}&x=1".encode())
+    assert scope["customer"] == CustomerPrincipal(id=CUSTOMER_ID, email="ada@example.com")
+
+
+@pytest.mark.parametrize(("make_token", "code"), REFUSED)
+def test_middleware_refuses_every_other_token(make_token, code):
+    scope = call_middleware(f"token={make_token()}".encode())
+    assert scope["customer"] is None
+
+
+@pytest.mark.parametrize("query", [b"", b"token=", b"other=1", b"token=%ff%fe"])
+def test_middleware_without_a_token_leaves_the_customer_empty(query):
+    assert call_middleware(query)["customer"] is None

@@ -1,0 +1,150 @@
+"""The management commands later issues and load tests rely on."""
+
+import json
+import uuid
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from events.models import Event, Organizer, Ticket, TicketTier
+from fairqueue.core.models import Customer
+from fairqueue.core.tokens import customer_token_verify
+
+pytestmark = pytest.mark.django_db
+
+
+def create_event(*args: str) -> dict:
+    out = StringIO()
+    call_command("create_event", *args, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1  # one JSON line, nothing else on stdout
+    return json.loads(lines[0])
+
+
+def test_create_event_prints_one_json_line_with_the_ids():
+    result = create_event(
+        "--name", "Davido Live", "--tier", "Regular:500000:50", "--tier", "VIP:2500000:5"
+    )
+
+    event = Event.objects.get()
+    assert result["event_id"] == str(event.pk)
+    assert event.status == "DRAFT"
+    assert [{k: t[k] for k in ("name", "price", "inventory")} for t in result["tiers"]] == [
+        {"name": "Regular", "price": 500_000, "inventory": 50},
+        {"name": "VIP", "price": 2_500_000, "inventory": 5},
+    ]
+    for tier in result["tiers"]:
+        assert Ticket.objects.filter(tier_id=uuid.UUID(tier["id"])).count() == tier["inventory"]
+
+
+def test_create_event_with_options(django_capture_on_commit_callbacks):
+    result = create_event(
+        "--name",
+        "Burna",
+        "--tier",
+        "Gold: Front Row:100:3",  # a colon inside the name is fine
+        "--max-per-customer",
+        "2",
+        "--sale-start",
+        "2030-01-01T12:00:00+01:00",
+        "--sale-end",
+        "2030-01-02T12:00:00",
+        "--organizer",
+        "promoter@example.com",
+        "--activate",
+    )
+
+    event = Event.objects.get(pk=result["event_id"])
+    assert event.status == "ACTIVE"
+    assert event.max_tickets_per_customer == 2
+    assert event.sale_start.isoformat() == "2030-01-01T11:00:00+00:00"
+    assert event.sale_end.isoformat() == "2030-01-02T12:00:00+00:00"  # naive = UTC
+    assert [t["name"] for t in result["tiers"]] == ["Gold: Front Row"]
+    organizer = Organizer.objects.get(name="promoter@example.com")
+    assert event.organizer == organizer
+    assert list(organizer.members.values_list("username", flat=True)) == ["promoter@example.com"]
+
+
+@pytest.mark.parametrize(
+    "spec", ["Regular", "Regular:500", "Regular:abc:10", "Regular:10:x", "Regular:0:10", ":5:5"]
+)
+def test_create_event_with_an_invalid_tier_is_a_command_error_and_creates_nothing(spec):
+    with pytest.raises(CommandError):
+        create_event(
+            "--name", "Bad", "--tier", "Fine:100:1", "--tier", spec, "--organizer", "o@example.com"
+        )
+    assert Event.objects.count() == 0
+    assert Organizer.objects.count() == 0
+    assert get_user_model().objects.count() == 0
+    assert TicketTier.objects.count() == 0
+    assert Ticket.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        ["--sale-start", "2030-01-02T00:00:00", "--sale-end", "2030-01-01T00:00:00"],
+        ["--sale-start", "not-a-date"],
+    ],
+)
+def test_create_event_with_an_invalid_window_is_a_command_error(window):
+    with pytest.raises(CommandError):
+        create_event("--name", "Bad", "--tier", "Regular:100:1", *window)
+    assert Event.objects.count() == 0
+
+
+def test_mint_customer_tokens_writes_one_verified_line_per_customer(tmp_path):
+    output = tmp_path / "tokens.txt"
+    out = StringIO()
+
+    call_command(
+        "mint_customer_tokens",
+        "--count",
+        "25",
+        "--output",
+        str(output),
+        "--email-prefix",
+        "lt",
+        stdout=out,
+    )
+
+    lines = output.read_text().splitlines()
+    assert len(lines) == 25
+    customers = {str(c.id): c.email for c in Customer.objects.all()}
+    assert len(customers) == 25
+    seen = set()
+    for line in lines:
+        customer_id, token = line.split(" ")
+        principal = customer_token_verify(token)
+        assert str(principal.id) == customer_id
+        assert principal.email == customers[customer_id]
+        assert principal.email.startswith("lt+")
+        seen.add(customer_id)
+    assert seen == set(customers)
+
+
+def test_mint_customer_tokens_again_reuses_the_same_customers(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    call_command("mint_customer_tokens", "--count", "3", "--output", str(first), stdout=StringIO())
+    call_command("mint_customer_tokens", "--count", "5", "--output", str(second), stdout=StringIO())
+
+    ids_first = {line.split()[0] for line in first.read_text().splitlines()}
+    ids_second = {line.split()[0] for line in second.read_text().splitlines()}
+    assert ids_first < ids_second
+    assert Customer.objects.count() == 5
+
+
+def test_mint_customer_tokens_needs_a_positive_count(tmp_path):
+    with pytest.raises(CommandError):
+        call_command(
+            "mint_customer_tokens",
+            "--count",
+            "0",
+            "--output",
+            str(tmp_path / "x"),
+            stdout=StringIO(),
+        )
+    assert Customer.objects.count() == 0
+    assert get_user_model().objects.count() == 0
