@@ -27,6 +27,10 @@ class Claim(models.Model):
     release_reason = models.CharField(
         max_length=32, choices=choices(ReleaseReason), blank=True, default=""
     )
+    # The Redis reservation that fronted this claim: lets reconciliation tell
+    # a reservation whose claim committed (its process died before finishing
+    # it in Redis) from one still in flight.
+    reservation_id = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -43,7 +47,8 @@ class Claim(models.Model):
                 fields=["expires_at"],
                 condition=models.Q(status=ClaimStatus.CLAIMED.value),
                 name="claim_open_by_expiry",
-            )
+            ),
+            models.Index(fields=["reservation_id"], name="claim_reservation"),
         ]
 
     def __str__(self) -> str:

@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from claims.views import ClaimDetailView, EventClaimCreateView
+
+urlpatterns = [
+    path(
+        "events/<uuid:event_id>/claims/", EventClaimCreateView.as_view(), name="event-claim-create"
+    ),
+    path("claims/<uuid:claim_id>/", ClaimDetailView.as_view(), name="claim-detail"),
+]

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-websocket_urlpatterns: list = []
+from queueing.consumers import QueueConsumer
+
+websocket_urlpatterns = [
+    path("ws/events/<uuid:event_id>/queue/", QueueConsumer.as_asgi()),
+]

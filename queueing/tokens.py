@@ -5,11 +5,19 @@ expired or revoked admission stops working even while the signature holds."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fairqueue.core.tokens import ADMISSION_AUDIENCE, sign, verify
+from django.conf import settings
+
+from fairqueue.core.tokens import ADMISSION_AUDIENCE, ISSUER, sign, verify
 from fairqueue.errors import Forbidden, Unauthenticated
 
 
@@ -31,6 +39,44 @@ def admission_token_issue(
         ttl=ttl,
     )
     return token
+
+
+def _b64(raw: bytes) -> bytes:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+_HEADER = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+
+
+def admission_tokens_issue(
+    *,
+    event_id: uuid.UUID,
+    expires_at: datetime,
+    entries: Iterable[tuple[uuid.UUID, uuid.UUID]],
+) -> list[str]:
+    """The tokens of one admission tick: the same JWTs (HS256, same claims,
+    same key) as ``admission_token_issue``, for many (queue entry id, customer
+    id) pairs at once. The header and the claims they share are encoded once,
+    each token costs one HMAC, so a batch of 5,000 takes milliseconds rather
+    than the quarter second PyJWT's general path needs."""
+    key = settings.TOKEN_SIGNING_KEY.encode()
+    shared = json.dumps(
+        {
+            "evt": str(event_id),
+            "iss": ISSUER,
+            "aud": ADMISSION_AUDIENCE,
+            "iat": int(time.time()),
+            "exp": int(expires_at.timestamp()),
+        },
+        separators=(",", ":"),
+    )[1:]
+    tokens = []
+    for entry_id, customer_id in entries:
+        payload = f'{{"sub":"{customer_id}","qe":"{entry_id}",{shared}'
+        signing_input = _HEADER + b"." + _b64(payload.encode())
+        signature = _b64(hmac.new(key, signing_input, hashlib.sha256).digest())
+        tokens.append((signing_input + b"." + signature).decode())
+    return tokens
 
 
 def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.UUID) -> Admission:

@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from queueing.views import QueuePositionView, QueueView
+
+urlpatterns = [
+    path("events/<uuid:event_id>/queue/", QueueView.as_view(), name="queue"),
+    path(
+        "events/<uuid:event_id>/queue/position/",
+        QueuePositionView.as_view(),
+        name="queue-position",
+    ),
+]

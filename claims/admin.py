@@ -1,0 +1,53 @@
+"""Claims in the admin: read-only, for staff granted ``claims.view_claim``
+(superusers included). A user who belongs to an organizer sees the claims of
+that organizer's events only; staff outside any organizer see all. Nothing
+is changed from here: claims move only through the claims services."""
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from claims.models import Claim
+
+
+@admin.register(Claim)
+class ClaimAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "customer",
+        "event",
+        "tier",
+        "quantity",
+        "amount",
+        "currency",
+        "status",
+        "created_at",
+        "expires_at",
+        "release_reason",
+    )
+    list_filter = ("status", "release_reason")
+    search_fields = ("=id", "customer__email", "=customer__id")
+    list_select_related = ("customer", "event", "tier")
+    raw_id_fields = ("customer", "event", "tier", "queue_entry")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    readonly_fields = [f.name for f in Claim._meta.fields]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Claim]:
+        qs = super().get_queryset(request)
+        if request.user.is_superuser:
+            return qs
+        organizer_ids = list(request.user.organizers.values_list("id", flat=True))
+        if organizer_ids:
+            return qs.filter(event__organizer_id__in=organizer_ids)
+        return qs
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Claim | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Claim | None = None) -> bool:
+        return False

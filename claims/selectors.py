@@ -1,0 +1,112 @@
+"""Reads of claims that need care."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Sum
+
+from claims.domain import HOLDING_STATUSES, ClaimStatus
+from claims.models import Claim
+from events.models import Ticket, TicketTier
+from fairqueue.errors import NotFound
+
+
+def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
+    """The customer's own claim; someone else's is as unknown as a missing one."""
+    claim = Claim.objects.filter(pk=claim_id, customer_id=customer_id).first()
+    if claim is None:
+        raise NotFound("No such claim.", code="claim_not_found")
+    return claim
+
+
+def customer_holds_purchase(*, event_id: object, customer_id: object) -> bool:
+    """Invariant 6: a CLAIMED or CONFIRMED claim for the event."""
+    return Claim.objects.filter(
+        event_id=event_id, customer_id=customer_id, status__in=HOLDING_STATUSES
+    ).exists()
+
+
+@dataclass(frozen=True)
+class TierSnapshot:
+    """What a claim needs to know about its tier and event."""
+
+    id: uuid.UUID
+    event_id: uuid.UUID
+    price: int
+    currency: str
+    event_status: str
+    sale_start: datetime
+    sale_end: datetime
+    max_tickets_per_customer: int
+
+
+_tier_cache: dict[str, tuple[float, TierSnapshot | None]] = {}
+_tier_cache_lock = threading.Lock()
+
+
+def tier_snapshot(*, tier_id: object) -> TierSnapshot | None:
+    """The tier and its event (None when unknown), cached per process for
+    ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path does not
+    read them every time. A stale answer cannot sell what is not there: the
+    claim transaction itself checks the admission and takes ticket rows."""
+    key = str(tier_id)
+    now = time.monotonic()
+    cached = _tier_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    row = (
+        TicketTier.objects.filter(pk=tier_id)
+        .values_list(
+            "id",
+            "event_id",
+            "price",
+            "event__currency",
+            "event__status",
+            "event__sale_start",
+            "event__sale_end",
+            "event__max_tickets_per_customer",
+        )
+        .first()
+    )
+    snapshot = TierSnapshot(*row) if row else None
+    ttl = float(getattr(settings, "CLAIMS_TIER_CACHE_SECONDS", 1.0))
+    with _tier_cache_lock:
+        if len(_tier_cache) > 10_000:  # a flood of unknown ids must not grow it forever
+            _tier_cache.clear()
+        _tier_cache[key] = (now + ttl, snapshot)
+    return snapshot
+
+
+def tier_snapshot_forget() -> None:
+    with _tier_cache_lock:
+        _tier_cache.clear()
+
+
+def event_has_free_ticket(*, event_id: object) -> bool:
+    """Postgres truth: any tier of the event still has an unheld ticket."""
+    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).exists()
+
+
+def tier_free_tickets(*, tier_id: object) -> int:
+    """Unheld ticket rows of a tier, including rows an in-flight claim has
+    locked but not committed yet."""
+    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True).count()
+
+
+def tier_tickets_held(*, tier_id: object) -> int:
+    """Tickets in CLAIMED and CONFIRMED claims of a tier, counted from the
+    claims themselves (not from the ticket rows): what invariant 1 bounds."""
+    total = Claim.objects.filter(tier_id=tier_id, status__in=HOLDING_STATUSES).aggregate(
+        total=Sum("quantity")
+    )["total"]
+    return int(total or 0)
+
+
+def claims_open_count(*, event_id: object) -> int:
+    return Claim.objects.filter(event_id=event_id, status=ClaimStatus.CLAIMED).count()

@@ -1,0 +1,55 @@
+from typing import Any
+
+from rest_framework import serializers
+
+from claims.models import Claim
+from fairqueue.api import StrictSerializer
+
+
+class ClaimCreateSerializer(StrictSerializer):
+    admission_token = serializers.CharField(max_length=4096, trim_whitespace=True)
+    tier_id = serializers.UUIDField()
+    # Range checked by the service against the event's max_tickets_per_customer.
+    quantity = serializers.IntegerField()
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def claim_created_payload(claim: Claim) -> dict[str, Any]:
+    """The 201 body of a new claim (``ClaimSerializer``'s shape, built by hand:
+    the claim's hot path does not pay for a ModelSerializer per request)."""
+    return {
+        "claim_id": str(claim.id),
+        "status": claim.status,
+        "tier_id": str(claim.tier_id),
+        "quantity": claim.quantity,
+        "amount": claim.amount,
+        "currency": claim.currency,
+        "expires_at": _DATETIME.to_representation(claim.expires_at),
+    }
+
+
+class ClaimSerializer(serializers.ModelSerializer):
+    claim_id = serializers.UUIDField(source="id", read_only=True)
+    tier_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = Claim
+        fields = ["claim_id", "status", "tier_id", "quantity", "amount", "currency", "expires_at"]
+        read_only_fields = fields
+
+
+class ClaimDetailSerializer(ClaimSerializer):
+    event_id = serializers.UUIDField(read_only=True)
+
+    class Meta(ClaimSerializer.Meta):
+        fields = [
+            *ClaimSerializer.Meta.fields,
+            "event_id",
+            "created_at",
+            "confirmed_at",
+            "released_at",
+            "release_reason",
+        ]
+        read_only_fields = fields

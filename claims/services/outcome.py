@@ -1,0 +1,113 @@
+"""What a payment does to its claim: confirm it, or re-instate a released one
+when a success arrives late (invariant 5). Both run inside the payments
+transaction that records the payment's own change."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import redis
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from claims.domain import CLAIM_MACHINE, ClaimStatus
+from claims.models import Claim
+from claims.selectors import event_has_free_ticket
+from claims.services.tickets import ShortOfTickets, is_one_purchase_violation, tickets_take
+from events.inventory import inventory_sync_event
+from events.services import event_mark_sold_out
+from fairqueue.errors import InvalidTransition, NotFound
+
+logger = logging.getLogger(__name__)
+
+
+def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
+    """CLAIMED -> CONFIRMED (conditional); InvalidTransition otherwise.
+
+    A claim past its expiry that the expiry task has not released yet still
+    holds its tickets, so the payment arrived in time for them."""
+    updated = Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).update(
+        status=ClaimStatus.CONFIRMED, confirmed_at=timezone.now()
+    )
+    claim = Claim.objects.filter(pk=claim_id).first()
+    if claim is None:
+        raise NotFound("No such claim.", code="claim_not_found")
+    if not updated:
+        raise InvalidTransition(
+            f"A {claim.status} claim cannot be confirmed.",
+            details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
+        )
+    return claim
+
+
+def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
+    """Make the claim CONFIRMED if it can be; False when it cannot (nothing
+    changed: the payment must be refunded).
+
+    RELEASED -> CONFIRMED takes the claim's tickets again through the same
+    Postgres guard as a claim and respects one purchase per customer per
+    event: False when the tickets are gone or the customer holds another
+    purchase. An already CONFIRMED claim answers True (a repeated success); a
+    CLAIMED one is confirmed. A refusal rolls back only its own savepoint, so
+    the caller's transaction goes on."""
+    claim = Claim.objects.filter(pk=claim_id).first()
+    if claim is None:
+        raise NotFound("No such claim.", code="claim_not_found")
+    if claim.status == ClaimStatus.CONFIRMED:
+        return True
+    if claim.status == ClaimStatus.CLAIMED:
+        try:
+            claim_confirm(claim_id=claim.pk)
+            return True
+        except InvalidTransition:
+            pass  # released meanwhile: re-instate it below
+    CLAIM_MACHINE.check(ClaimStatus.RELEASED, ClaimStatus.CONFIRMED)
+    try:
+        with transaction.atomic():
+            updated = Claim.objects.filter(pk=claim.pk, status=ClaimStatus.RELEASED).update(
+                status=ClaimStatus.CONFIRMED, confirmed_at=timezone.now()
+            )
+            if updated:
+                _take_all(claim)
+    except IntegrityError as exc:
+        if not is_one_purchase_violation(exc):
+            raise
+        logger.warning("claim %s not re-instated: the customer holds another purchase", claim.pk)
+        return False
+    except ShortOfTickets:
+        logger.warning("claim %s not re-instated: its tickets are gone", claim.pk)
+        return False
+    if not updated:
+        # Someone else moved it first; only CONFIRMED is a success.
+        status = Claim.objects.filter(pk=claim.pk).values_list("status", flat=True).first()
+        return status == ClaimStatus.CONFIRMED
+    transaction.on_commit(lambda: _inventory_after_reinstate(claim.event_id, claim.tier_id))
+    return True
+
+
+def _take_all(claim: Claim) -> None:
+    taken = tickets_take(
+        tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=True
+    )
+    if taken < claim.quantity:
+        # Rows that claims in flight have locked: wait for them (a rare path).
+        taken += tickets_take(
+            tier_id=claim.tier_id,
+            claim_id=claim.pk,
+            quantity=claim.quantity - taken,
+            skip_locked=False,
+        )
+    if taken < claim.quantity:
+        raise ShortOfTickets
+
+
+def _inventory_after_reinstate(event_id: object, tier_id: object) -> None:
+    """The tickets were taken without a Redis reservation: bring the counter
+    down to truth now rather than at the next reconciliation."""
+    try:
+        inventory_sync_event(event_id=event_id, tier_ids=[tier_id])
+    except redis.RedisError:
+        logger.warning("inventory resync after re-instatement failed; reconciliation heals")
+    if not event_has_free_ticket(event_id=event_id):
+        event_mark_sold_out(event_id=event_id)

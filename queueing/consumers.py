@@ -1,0 +1,104 @@
+"""Live queue pushes over WebSocket: ``ws/events/<id>/queue/?token=...``.
+
+Thin: checks who and from where, joins two groups (the event, and this
+customer of this event), sends a snapshot, then forwards what the services
+broadcast (``queue.push`` messages). Close codes: 4401 missing or bad customer
+token, 4403 origin not allowed, 4404 unknown event. The handshake is accepted
+before closing so browsers see the code (a refused handshake is a bare 403).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.http.request import validate_host
+
+from fairqueue.broadcast import customer_group, event_group
+from fairqueue.errors import AppError
+from queueing.selectors import event_snapshot
+from queueing.serializers import position_body
+from queueing.services import queue_position
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_BAD_ORIGIN = 4403
+CLOSE_UNKNOWN_EVENT = 4404
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """No Origin header: not a browser (scripts, load tests), allowed; the
+    customer token is still required. A browser's Origin must be listed in
+    WEBSOCKET_ALLOWED_ORIGINS, or, when that is empty, its host must match
+    ALLOWED_HOSTS (same host as the site)."""
+    if origin is None:
+        return True
+    allowed = settings.WEBSOCKET_ALLOWED_ORIGINS
+    if allowed:
+        return "*" in allowed or origin.rstrip("/") in {o.rstrip("/") for o in allowed}
+    host = urlsplit(origin).hostname
+    return bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
+
+
+def _header(scope: dict, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+class QueueConsumer(AsyncJsonWebsocketConsumer):
+    groups_joined: list[str]
+
+    async def connect(self) -> None:
+        self.groups_joined = []
+        await self.accept()
+        customer = self.scope.get("customer")
+        if customer is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not origin_allowed(_header(self.scope, b"origin")):
+            await self.close(code=CLOSE_BAD_ORIGIN)
+            return
+        event_id = self.scope["url_route"]["kwargs"]["event_id"]
+        if await database_sync_to_async(event_snapshot)(event_id=event_id) is None:
+            await self.close(code=CLOSE_UNKNOWN_EVENT)
+            return
+        self.event_id, self.customer_id = event_id, customer.id
+        for group in (event_group(event_id), customer_group(event_id, customer.id)):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups_joined.append(group)
+        await self.send_json(await self._snapshot())
+
+    async def _snapshot(self) -> dict[str, Any]:
+        try:
+            result = await database_sync_to_async(queue_position)(
+                event_id=self.event_id, customer_id=self.customer_id
+            )
+        except AppError as exc:  # not in the queue (yet): say so, stay connected
+            return {"type": "position", "status": None, "position": None, "code": exc.code}
+        return {"type": "position", "event_id": str(self.event_id), **position_body(result)}
+
+    async def disconnect(self, code: int) -> None:
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return await super().decode_json(text_data)
+        except ValueError:  # a malformed frame is ignored, not a crash
+            return None
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Clients may ask for a fresh snapshot: {"type": "position"}."""
+        if isinstance(content, dict) and content.get("type") == "position":
+            await self.send_json(await self._snapshot())
+
+    async def queue_push(self, event: dict[str, Any]) -> None:
+        await self.send_json(event["message"])

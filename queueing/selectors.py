@@ -1,0 +1,122 @@
+"""Reads of the waiting room that need care."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+import redis
+from django.conf import settings
+from django.db.models import Q
+
+from events.models import Event
+from queueing.domain import LIVE_STATUSES, QueueStatus
+from queueing.models import QueueEntry
+from queueing.store import queue_store
+
+
+@dataclass(frozen=True)
+class EventSnapshot:
+    """What the hot paths need to know about an event, cached per process for
+    a second: joins and position reads do not read the event row each time
+    (admission, which reads it every tick, is what really gates)."""
+
+    id: uuid.UUID
+    status: str
+    sale_start: datetime
+    sale_end: datetime
+    prequeue_opens_at: datetime | None
+    admission_batch_size: int
+
+
+_cache: dict[str, tuple[float, EventSnapshot | None]] = {}
+_cache_lock = threading.Lock()
+
+
+def _cache_seconds() -> float:
+    return float(getattr(settings, "QUEUE_EVENT_CACHE_SECONDS", 1.0))
+
+
+def event_snapshot(*, event_id: uuid.UUID | str) -> EventSnapshot | None:
+    """The event (None when unknown), at most ``QUEUE_EVENT_CACHE_SECONDS`` old."""
+    key = str(event_id)
+    now = time.monotonic()
+    cached = _cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    row = (
+        Event.objects.filter(pk=event_id)
+        .values_list(
+            "id", "status", "sale_start", "sale_end", "prequeue_opens_at", "admission_batch_size"
+        )
+        .first()
+    )
+    snapshot = EventSnapshot(*row) if row else None
+    with _cache_lock:
+        if len(_cache) > 10_000:  # a flood of unknown ids must not grow it forever
+            _cache.clear()
+        _cache[key] = (now + _cache_seconds(), snapshot)
+    return snapshot
+
+
+def event_snapshot_forget(event_id: uuid.UUID | str | None = None) -> None:
+    with _cache_lock:
+        if event_id is None:
+            _cache.clear()
+        else:
+            _cache.pop(str(event_id), None)
+
+
+def fallback_rate(*, batch_size: int) -> float:
+    """Admissions per second before any tick was measured: a full batch per tick."""
+    return batch_size / settings.ADMISSION_INTERVAL_SECONDS
+
+
+def entry_live(*, event_id: object, customer_id: object) -> QueueEntry | None:
+    return (
+        QueueEntry.objects.filter(event_id=event_id, customer_id=customer_id)
+        .filter(status__in=LIVE_STATUSES)
+        .first()
+    )
+
+
+def entry_latest(*, event_id: object, customer_id: object) -> QueueEntry | None:
+    """The live entry, else the most recent finished one."""
+    live = entry_live(event_id=event_id, customer_id=customer_id)
+    if live is not None:
+        return live
+    return (
+        QueueEntry.objects.filter(event_id=event_id, customer_id=customer_id)
+        .order_by("-joined_at")
+        .first()
+    )
+
+
+def waiting_rank(*, entry: QueueEntry) -> int:
+    """Postgres fallback of the sorted-set rank (0-based): WAITING entries
+    ordered before this one. Ties on score are broken by customer id, as
+    Redis breaks them by member."""
+    return (
+        QueueEntry.objects.filter(event_id=entry.event_id, status=QueueStatus.WAITING)
+        .filter(Q(score__lt=entry.score) | Q(score=entry.score, customer_id__lt=entry.customer_id))
+        .count()
+    )
+
+
+def waiting_count(*, event_id: object) -> int:
+    return QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.WAITING).count()
+
+
+def queue_length(*, event_id: uuid.UUID | str) -> int:
+    """Customers waiting: the sorted set's size, or Postgres when Redis is
+    down or the set is missing."""
+    try:
+        waiting, _ = queue_store().sizes(event_id=event_id)
+        if waiting:
+            return waiting
+    except redis.RedisError:
+        pass
+    return waiting_count(event_id=event_id)

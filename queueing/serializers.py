@@ -1,0 +1,55 @@
+"""Shapes of the queue API's answers (also the OpenAPI schema)."""
+
+from rest_framework import serializers
+
+from queueing.services import JoinResult, PositionResult
+
+
+class QueueJoinedSerializer(serializers.Serializer):
+    queue_entry_id = serializers.UUIDField()
+    status = serializers.CharField(help_text="WAITING.")
+    position = serializers.IntegerField(
+        help_text="1-based place in the line, exact at this moment."
+    )
+    eta_seconds = serializers.IntegerField(
+        allow_null=True, help_text="Estimated wait at the measured admission rate; null if none."
+    )
+    served = serializers.IntegerField(
+        allow_null=True,
+        help_text="Customers admitted so far. The WebSocket `position` push carries the new "
+        "total; a client's position moves forward by the difference.",
+    )
+
+
+class QueuePositionSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="WAITING, ADMITTED, COMPLETED, ABANDONED or EXPIRED.")
+    position = serializers.IntegerField(allow_null=True, help_text="1-based, while WAITING.")
+    eta_seconds = serializers.IntegerField(allow_null=True)
+    served = serializers.IntegerField(allow_null=True)
+    admission_token = serializers.CharField(
+        required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
+    )
+    admission_expires_at = serializers.DateTimeField(required=False)
+
+
+def joined_body(result: JoinResult) -> dict:
+    return {
+        "queue_entry_id": str(result.queue_entry_id),
+        "status": str(result.status),
+        "position": result.position,
+        "eta_seconds": result.eta_seconds,
+        "served": result.served,
+    }
+
+
+def position_body(result: PositionResult) -> dict:
+    body = {
+        "status": str(result.status),
+        "position": result.position,
+        "eta_seconds": result.eta_seconds,
+        "served": result.served,
+    }
+    if result.admission_token:
+        body["admission_token"] = result.admission_token
+        body["admission_expires_at"] = result.admission_expires_at.isoformat()
+    return body

@@ -1,0 +1,331 @@
+"""The Redis side of the waiting room: one small class, its Lua scripts next
+to it (``lua/*.lua``), every key of an event under the event's hash tag.
+
+Keys (``fq:{<event_id>}:queue:...``):
+- ``waiting``: sorted set, member = customer id, score = ``QueueEntry.score``.
+- ``admitted``: sorted set, member = customer id, score = admission expiry (ms).
+- ``served``: how many customers were admitted so far (clients subtract it).
+- ``ticks`` / ``rate``: recent admission ticks and the admission rate they give.
+- ``lock``: single-flight lock of the admission tick and the reconciliation.
+- ``shuffled``: marker that the pre-queue shuffle reached Redis.
+- ``checked``: present while the last full reconciliation is recent.
+
+Everything here can be rebuilt from Postgres (invariant 2).
+"""
+
+from __future__ import annotations
+
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from fairqueue.redis import RedisStore, event_key
+
+REBUILD_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class JoinAnswer:
+    rank: int
+    rate: float | None
+    served: int | None
+
+
+@dataclass(frozen=True)
+class PositionAnswer:
+    rank: int | None
+    admitted_until_ms: int | None
+    rate: float | None
+    served: int | None
+    waiting_exists: bool
+
+
+def _float(value: str | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None else None
+
+
+class QueueStore(RedisStore):
+    scripts_dir = Path(__file__).parent / "lua"
+    script_names = ("join", "position", "admit", "lock_release")
+
+    # --- keys -------------------------------------------------------------
+    @staticmethod
+    def waiting_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "waiting")
+
+    @staticmethod
+    def admitted_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "admitted")
+
+    @staticmethod
+    def served_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "served")
+
+    @staticmethod
+    def ticks_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "ticks")
+
+    @staticmethod
+    def rate_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "rate")
+
+    @staticmethod
+    def lock_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "lock")
+
+    @staticmethod
+    def checked_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "checked")
+
+    @staticmethod
+    def shuffled_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "shuffled")
+
+    # --- hot path ---------------------------------------------------------
+    def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
+        rank, rate, served = self.scripts["join"](
+            keys=[self.waiting_key(event_id), self.rate_key(event_id), self.served_key(event_id)],
+            args=[score, str(customer_id)],
+        )
+        return JoinAnswer(rank=int(rank), rate=_float(rate), served=_int(served))
+
+    def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
+        rank, admitted_until, rate, served, exists = self.scripts["position"](
+            keys=[
+                self.waiting_key(event_id),
+                self.admitted_key(event_id),
+                self.rate_key(event_id),
+                self.served_key(event_id),
+            ],
+            args=[str(customer_id)],
+        )
+        return PositionAnswer(
+            rank=_int(rank),
+            admitted_until_ms=int(float(admitted_until)) if admitted_until is not None else None,
+            rate=_float(rate),
+            served=_int(served),
+            waiting_exists=bool(exists),
+        )
+
+    def leave(self, *, event_id: object, customer_id: object) -> None:
+        self.r.zrem(self.waiting_key(event_id), str(customer_id))
+
+    def admitted_until_ms(self, *, event_id: object, customer_id: object) -> int | None:
+        score = self.r.zscore(self.admitted_key(event_id), str(customer_id))
+        return int(score) if score is not None else None
+
+    def release_admitted(self, *, event_id: object, customer_ids: Iterable[object]) -> None:
+        members = [str(c) for c in customer_ids]
+        if members:
+            self.r.zrem(self.admitted_key(event_id), *members)
+
+    # --- admission --------------------------------------------------------
+    def admit(
+        self,
+        *,
+        event_id: object,
+        customer_ids: list[str],
+        expires_ms: int,
+        now_ms: int,
+        duration_ms: int,
+        interval_ms: int,
+        window_ms: int,
+    ) -> tuple[int | None, float]:
+        """Atomic move waiting -> admitted plus the tick sample. Returns
+        (served total, or None when the counter is missing; measured rate)."""
+        served, rate = self.scripts["admit"](
+            keys=[
+                self.waiting_key(event_id),
+                self.admitted_key(event_id),
+                self.served_key(event_id),
+                self.ticks_key(event_id),
+                self.rate_key(event_id),
+            ],
+            args=[expires_ms, now_ms, duration_ms, interval_ms, window_ms, *customer_ids],
+        )
+        served = int(served)
+        return (served if served >= 0 else None), float(rate)
+
+    def served_init(self, *, event_id: object, served: int) -> None:
+        self.r.set(self.served_key(event_id), served, nx=True)
+
+    def served(self, *, event_id: object) -> int | None:
+        return _int(self.r.get(self.served_key(event_id)))
+
+    def rate(self, *, event_id: object) -> float | None:
+        return _float(self.r.get(self.rate_key(event_id)))
+
+    def shuffle_reached_redis(self, *, event_id: object) -> bool:
+        return bool(self.r.exists(self.shuffled_key(event_id)))
+
+    def shuffle_mark(self, *, event_id: object) -> None:
+        self.r.set(self.shuffled_key(event_id), "1")
+
+    # --- lock -------------------------------------------------------------
+    def lock_acquire(self, *, event_id: object, ttl_ms: int, wait_s: float = 0.0) -> str | None:
+        """SET NX PX with a random owner token; None when someone else holds it."""
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.r.set(self.lock_key(event_id), token, nx=True, px=ttl_ms):
+                return token
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+    def lock_release(self, *, event_id: object, token: str) -> bool:
+        return bool(self.scripts["lock_release"](keys=[self.lock_key(event_id)], args=[token]))
+
+    # --- rebuild / reconcile ----------------------------------------------
+    def sizes(self, *, event_id: object) -> tuple[int, int]:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.zcard(self.waiting_key(event_id))
+        pipe.zcard(self.admitted_key(event_id))
+        waiting, admitted = pipe.execute()
+        return int(waiting), int(admitted)
+
+    def full_check_due(self, *, event_id: object, every_seconds: int) -> bool:
+        """True at most once per ``every_seconds`` (and right after a wipe)."""
+        return bool(self.r.set(self.checked_key(event_id), "1", nx=True, ex=every_seconds))
+
+    def add_many(
+        self, *, key: str, members: Iterable[tuple[str, int]], only_existing: bool = False
+    ) -> int:
+        """ZADD in batches of ``REBUILD_BATCH``, pipelined: the batches are
+        encoded here and written by a second thread on one connection while
+        this one reads the next rows from Postgres; replies are read at the
+        end. Same member, same score: idempotent. Returns the members sent.
+
+        The commands are encoded by hand (RESP) because redis-py's generic
+        encoder costs several microseconds per argument, which for a million
+        members is most of the rebuild."""
+        sender = _PipelinedSender(self.r)
+        sent = 0
+        batch: list[tuple[str, int]] = []
+        head = [b"ZADD", key.encode(), *([b"XX"] if only_existing else [])]
+        try:
+            for member, score in members:
+                batch.append((member, score))
+                if len(batch) >= REBUILD_BATCH:
+                    sender.put(_pack_zadd(head, batch))
+                    sent += len(batch)
+                    batch = []
+            if batch:
+                sender.put(_pack_zadd(head, batch))
+                sent += len(batch)
+        except BaseException:
+            sender.abort()
+            raise
+        sender.finish()
+        return sent
+
+    def scan_members(self, *, key: str) -> Iterator[list[str]]:
+        """Members of a sorted set in chunks (ZSCAN: no long block on Redis)."""
+        cursor = 0
+        while True:
+            cursor, chunk = self.r.zscan(key, cursor=cursor, count=REBUILD_BATCH)
+            if chunk:
+                yield [member for member, _ in chunk]
+            if cursor == 0:
+                return
+
+    def remove_many(self, *, key: str, members: list[str]) -> int:
+        removed = 0
+        for start in range(0, len(members), REBUILD_BATCH):
+            removed += int(self.r.zrem(key, *members[start : start + REBUILD_BATCH]))
+        return removed
+
+    def drop_event(self, *, event_id: object) -> None:
+        self.r.delete(
+            self.waiting_key(event_id),
+            self.admitted_key(event_id),
+            self.rate_key(event_id),
+            self.ticks_key(event_id),
+        )
+
+
+def _pack_zadd(head: list[bytes], batch: list[tuple[str, int]]) -> bytes:
+    """One ``ZADD key [XX] score member ...`` in the Redis protocol."""
+    parts = [b"*%d\r\n" % (len(head) + 2 * len(batch))]
+    parts.extend(b"$%d\r\n%b\r\n" % (len(arg), arg) for arg in head)
+    for member, score in batch:
+        s, m = str(score).encode(), member.encode()
+        parts.append(b"$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(s), s, len(m), m))
+    return b"".join(parts)
+
+
+class _PipelinedSender:
+    """Writes packed commands on one pooled connection from a thread (socket
+    writes release the GIL, so Postgres reads and encoding go on meanwhile),
+    then reads every reply. An error reply or a broken connection is raised
+    by ``finish``."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.pool = client.connection_pool
+        try:
+            self.conn = self.pool.get_connection()
+        except TypeError:  # redis-py < 5.3 wants a command name
+            self.conn = self.pool.get_connection("ZADD")
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self.sent = 0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (packed := self.queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self.conn.send_packed_command([packed])
+                    self.sent += 1
+                except BaseException as exc:
+                    self.error = exc
+
+    def put(self, packed: bytes) -> None:
+        if self.error is not None:
+            self.finish()
+        self.queue.put(packed)
+
+    def abort(self) -> None:
+        """The caller failed half-way: stop, and drop the connection (its
+        unread replies must not reach the next user of the pool)."""
+        self.error = self.error or RuntimeError("aborted")
+        self.queue.put(None)
+        self.thread.join()
+        self.conn.disconnect()
+        self.pool.release(self.conn)
+
+    def finish(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        try:
+            if self.error is not None:
+                raise self.error
+            for _ in range(self.sent):
+                self.conn.read_response()
+        except BaseException:
+            self.conn.disconnect()
+            raise
+        finally:
+            self.sent = 0
+            self.pool.release(self.conn)
+
+
+_store: QueueStore | None = None
+
+
+def queue_store() -> QueueStore:
+    global _store
+    if _store is None:
+        _store = QueueStore()
+    return _store

@@ -1,0 +1,327 @@
+"""The queue's REST interface: join, leave, position."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from claims.models import Claim
+from events.models import Event
+from queueing import services
+from queueing.domain import QueueStatus
+from queueing.models import QueueEntry
+from queueing.store import queue_store
+from queueing.tokens import admission_token_read
+from tests.factories import CustomerFactory, EventFactory, bearer
+from tests.queueing.conftest import admit, join, make_event, past
+
+pytestmark = pytest.mark.django_db
+
+
+def url(event_id, suffix=""):
+    return f"/api/v1/events/{event_id}/queue/{suffix}"
+
+
+def post_join(api, event, customer):
+    return api.post(url(event.id), **bearer(customer))
+
+
+# --- join ---------------------------------------------------------------------
+
+
+def test_join_answers_201_with_place_and_eta(api, event):
+    customer = CustomerFactory()
+    response = post_join(api, event, customer)
+    assert response.status_code == 201
+    body = response.json()
+    entry = QueueEntry.objects.get(event=event, customer=customer)
+    assert body["queue_entry_id"] == str(entry.id)
+    assert body["status"] == "WAITING"
+    assert body["position"] == 1
+    # No tick measured yet: a full batch (500) per 5 s interval -> 1 s.
+    assert body["eta_seconds"] == 1
+    assert entry.status == QueueStatus.WAITING
+    assert entry.prequeue is False
+    r = queue_store()
+    assert r.r.zscore(r.waiting_key(event.id), str(customer.id)) == entry.score
+
+
+def test_join_positions_follow_join_order(api, event):
+    positions = [post_join(api, event, CustomerFactory()).json()["position"] for _ in range(3)]
+    assert positions == [1, 2, 3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_join_hot_path_is_one_statement(api, event, settings, django_assert_num_queries):
+    """Autocommit, as under gunicorn: no BEGIN/COMMIT, no event read while the
+    event is cached, no customer read (the token says who), one INSERT."""
+    from queueing.selectors import event_snapshot
+
+    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    headers = bearer(CustomerFactory())
+    event_snapshot(event_id=event.id)  # a warm cache, as on a busy server
+    with django_assert_num_queries(1) as ctx:
+        response = api.post(url(event.id), **headers)
+    assert response.status_code == 201
+    assert ctx.captured_queries[0]["sql"].lstrip().startswith("INSERT INTO")
+
+
+def test_join_twice_is_409_already_in_queue_and_writes_nothing(api, event):
+    customer = CustomerFactory()
+    assert post_join(api, event, customer).status_code == 201
+    response = post_join(api, event, customer)
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "already_in_queue"
+    assert QueueEntry.objects.filter(customer=customer).count() == 1
+    assert queue_store().r.zcard(queue_store().waiting_key(event.id)) == 1
+
+
+def test_join_with_a_claim_is_409_already_claimed(api, event):
+    customer = CustomerFactory()
+    tier = event.tiers.get()
+    Claim.objects.create(
+        event=event,
+        tier=tier,
+        customer=customer,
+        quantity=1,
+        amount=tier.price,
+        currency="NGN",
+        expires_at=timezone.now() + timedelta(minutes=10),
+        status="CONFIRMED",
+    )
+    response = post_join(api, event, customer)
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "already_claimed"
+    assert not QueueEntry.objects.filter(customer=customer).exists()
+    assert queue_store().r.zcard(queue_store().waiting_key(event.id)) == 0
+
+
+def test_join_after_a_released_claim_is_allowed(api, event):
+    customer = CustomerFactory()
+    tier = event.tiers.get()
+    Claim.objects.create(
+        event=event,
+        tier=tier,
+        customer=customer,
+        quantity=1,
+        amount=tier.price,
+        currency="NGN",
+        expires_at=timezone.now(),
+        status="RELEASED",
+    )
+    assert post_join(api, event, customer).status_code == 201
+
+
+def test_join_again_after_leaving_is_allowed(api, event):
+    customer = CustomerFactory()
+    assert post_join(api, event, customer).status_code == 201
+    assert api.delete(url(event.id), **bearer(customer)).status_code == 204
+    assert post_join(api, event, customer).status_code == 201
+    assert QueueEntry.objects.filter(customer=customer, status="WAITING").count() == 1
+    assert QueueEntry.objects.filter(customer=customer, status="ABANDONED").count() == 1
+
+
+def test_join_unknown_event_is_404(api):
+    response = post_join(api, type("E", (), {"id": uuid.uuid4()}), CustomerFactory())
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "event_not_found"
+    assert QueueEntry.objects.count() == 0
+
+
+def test_join_without_a_token_is_401(api, event):
+    response = api.post(url(event.id))
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    response = api.post(url(event.id), HTTP_AUTHORIZATION="Bearer nonsense")
+    assert response.status_code == 401
+    assert QueueEntry.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"status": "DRAFT"},
+        {"status": "ENDED"},
+        {"sale_start": timezone.now() + timedelta(hours=1)},  # no pre-queue
+        {
+            "sale_start": timezone.now() + timedelta(hours=2),
+            "prequeue_opens_at": timezone.now() + timedelta(hours=1),  # not open yet
+        },
+        {"sale_start": past(7200), "sale_end": past(60)},  # over
+    ],
+    ids=["draft", "ended", "before-sale", "before-prequeue", "after-sale"],
+)
+def test_join_outside_the_sale_is_409_event_not_on_sale(api, fields):
+    event = make_event(**fields)
+    response = post_join(api, event, CustomerFactory())
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "event_not_on_sale"
+    assert QueueEntry.objects.count() == 0
+
+
+def test_join_during_the_prequeue_is_marked_and_eta_counts_the_wait(api):
+    event = make_event(
+        sale_start=timezone.now() + timedelta(minutes=10),
+        prequeue_opens_at=timezone.now() - timedelta(minutes=5),
+    )
+    customer = CustomerFactory()
+    response = post_join(api, event, customer)
+    assert response.status_code == 201
+    assert QueueEntry.objects.get(customer=customer).prequeue is True
+    assert 599 <= response.json()["eta_seconds"] <= 601
+
+
+def test_join_of_a_paused_or_sold_out_event_is_allowed(api):
+    for status in ("PAUSED", "SOLD_OUT"):
+        event = make_event(status=status)
+        assert post_join(api, event, CustomerFactory()).status_code == 201
+
+
+def test_join_when_redis_is_down_still_answers_from_postgres(api, event, dead_redis):
+    join(event)  # already someone ahead (in Postgres)
+    response = post_join(api, event, CustomerFactory())
+    assert response.status_code == 201
+    assert response.json()["position"] == 2
+    assert QueueEntry.objects.filter(event=event, status="WAITING").count() == 2
+
+
+# --- leave --------------------------------------------------------------------
+
+
+def test_leave_abandons_a_waiting_place(api, event):
+    customer, _ = join(event)
+    behind, _ = join(event)
+    response = api.delete(url(event.id), **bearer(customer))
+    assert response.status_code == 204
+    assert QueueEntry.objects.get(customer=customer).status == QueueStatus.ABANDONED
+    assert services.queue_position(event_id=event.id, customer_id=behind.id).position == 1
+
+
+def test_leave_when_admitted_is_409_and_changes_nothing(api, event):
+    customer, entry, _ = admit(event)
+    response = api.delete(url(event.id), **bearer(customer))
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "invalid_transition"
+    entry.refresh_from_db()
+    assert entry.status == QueueStatus.ADMITTED
+
+
+def test_leave_when_not_in_queue_is_404(api, event):
+    response = api.delete(url(event.id), **bearer(CustomerFactory()))
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_in_queue"
+
+
+# --- position -----------------------------------------------------------------
+
+
+def test_position_of_a_waiting_customer(api, event):
+    join(event)
+    customer, _ = join(event)
+    response = api.get(url(event.id, "position/"), **bearer(customer))
+    assert response.status_code == 200
+    assert response.json() == {"status": "WAITING", "position": 2, "eta_seconds": 1, "served": None}
+
+
+def test_position_of_an_admitted_customer_carries_a_fresh_token(api, event):
+    customer, entry, _ = admit(event)
+    response = api.get(url(event.id, "position/"), **bearer(customer))
+    body = response.json()
+    assert body["status"] == "ADMITTED"
+    assert body["position"] is None
+    admission = admission_token_read(
+        token=body["admission_token"], event_id=event.id, customer_id=customer.id
+    )
+    assert admission.queue_entry_id == entry.id
+    assert admission.expires_at == entry.admission_expires_at
+    assert body["admission_expires_at"] == entry.admission_expires_at.isoformat()
+
+
+def test_position_after_the_window_lapsed_says_expired_without_token(api, event):
+    customer, entry, _ = admit(event)
+    QueueEntry.objects.filter(pk=entry.pk).update(admission_expires_at=past())
+    services.admissions_expire(event_id=event.id)
+    body = api.get(url(event.id, "position/"), **bearer(customer)).json()
+    assert body["status"] == "EXPIRED"
+    assert "admission_token" not in body
+
+
+def test_position_eta_uses_the_measured_rate(api):
+    event = make_event(tickets=100, admission_batch_size=3)
+    for _ in range(3):
+        join(event)
+    services.admission_tick_event(event_id=event.id)  # 3 admitted in one 5 s tick
+    customer = CustomerFactory()
+    for _ in range(5):
+        join(event)
+    join(event, customer)
+    body = api.get(url(event.id, "position/"), **bearer(customer)).json()
+    assert body["position"] == 6
+    assert body["served"] == 3
+    # measured: 3 per 5 s = 0.6/s -> 6 / 0.6 = 10 s
+    assert body["eta_seconds"] == 10
+
+
+def test_position_falls_back_to_postgres_when_redis_is_down(api, event, dead_redis):
+    join(event)
+    join(event)
+    customer, _ = join(event)
+    response = api.get(url(event.id, "position/"), **bearer(customer))
+    assert response.status_code == 200
+    assert response.json()["position"] == 3
+
+
+def test_position_falls_back_to_postgres_when_the_key_is_missing(api, event, redis_clean):
+    join(event)
+    customer, _ = join(event)
+    redis_clean.flushdb()
+    assert api.get(url(event.id, "position/"), **bearer(customer)).json()["position"] == 2
+
+
+def test_position_when_never_queued_is_404(api, event):
+    response = api.get(url(event.id, "position/"), **bearer(CustomerFactory()))
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_in_queue"
+
+
+def test_position_of_an_unknown_event_is_404(api):
+    response = api.get(url(uuid.uuid4(), "position/"), **bearer(CustomerFactory()))
+    assert response.status_code == 404
+
+
+def test_event_detail_shows_the_queue_length(api, event):
+    for _ in range(4):
+        join(event)
+    assert api.get(f"/api/v1/events/{event.id}/").json()["queue_length"] == 4
+
+
+def test_event_cache_keeps_the_hot_path_off_the_event_row(
+    settings, event, django_assert_num_queries
+):
+    from queueing.selectors import event_snapshot, event_snapshot_forget
+
+    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    event_snapshot_forget()
+    assert event_snapshot(event_id=event.id).status == "ACTIVE"
+    Event.objects.filter(pk=event.pk).update(status="ENDED")
+    with django_assert_num_queries(0):
+        assert event_snapshot(event_id=event.id).status == "ACTIVE"
+    event_snapshot_forget(event.id)
+    assert event_snapshot(event_id=event.id).status == "ENDED"
+    assert EventFactory  # the factory module stays imported for the parametrized cases
+
+
+@pytest.mark.django_db(transaction=True)
+def test_join_with_a_token_of_a_deleted_customer_is_401(api, event):
+    """Autocommit, as in production: the (deferred) foreign key fails at the
+    statement's commit and is answered as a bad token, not a 500."""
+    customer = CustomerFactory()
+    headers = bearer(customer)
+    customer.delete()
+    response = api.post(url(event.id), **headers)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "invalid_token"
+    assert QueueEntry.objects.count() == 0

@@ -1,0 +1,214 @@
+"""The queue WebSocket, through the real ASGI application (token middleware,
+URL routing) and the real Redis channel layer."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from events.services import event_pause, event_resume
+from fairqueue.asgi import application
+from fairqueue.core.tokens import customer_token_issue
+from queueing import services
+from queueing.consumers import origin_allowed
+from queueing.models import QueueEntry
+from queueing.tokens import admission_token_read
+from tests.factories import CustomerFactory
+from tests.queueing.conftest import join, make_event, past
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def token_of(customer) -> str:
+    return customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+
+
+def communicator(event_id, token=None, origin=None) -> WebsocketCommunicator:
+    path = f"/ws/events/{event_id}/queue/"
+    if token is not None:
+        path += f"?token={token}"
+    headers = [(b"origin", origin.encode())] if origin else []
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+def run(coro_fn):
+    return async_to_sync(coro_fn)()
+
+
+async def _close_code(ws) -> int:
+    connected, _ = await ws.connect()
+    assert connected  # accepted, so that a browser can read the close code
+    message = await ws.receive_output(timeout=2)
+    assert message["type"] == "websocket.close"
+    return message["code"]
+
+
+def test_missing_or_bad_token_cannot_connect():
+    event = make_event()
+
+    async def scenario():
+        codes = []
+        for token in (None, "", "garbage", "a.b.c"):
+            ws = communicator(event.id, token)
+            codes.append(await _close_code(ws))
+            await ws.wait()
+        return codes
+
+    assert run(scenario) == [4401, 4401, 4401, 4401]
+
+
+def test_an_admission_token_is_not_a_customer_token():
+    event = make_event()
+    _customer, _entry, admission = _admitted(event)
+
+    async def scenario():
+        return await _close_code(communicator(event.id, admission))
+
+    assert run(scenario) == 4401
+
+
+def _admitted(event):
+    from tests.queueing.conftest import admit
+
+    return admit(event)
+
+
+def test_foreign_origin_is_refused(settings):
+    settings.ALLOWED_HOSTS = ["tickets.example.com"]
+    event = make_event()
+    customer = CustomerFactory()
+
+    async def scenario():
+        ws = communicator(event.id, token_of(customer), origin="https://evil.example.net")
+        return await _close_code(ws)
+
+    assert run(scenario) == 4403
+
+
+def test_origin_rules(settings):
+    settings.ALLOWED_HOSTS = ["tickets.example.com", ".fairqueue.test"]
+    settings.WEBSOCKET_ALLOWED_ORIGINS = []
+    assert origin_allowed(None)  # not a browser
+    assert origin_allowed("https://tickets.example.com")
+    assert origin_allowed("https://app.fairqueue.test:8443")
+    assert not origin_allowed("https://evil.example.net")
+    assert not origin_allowed("null")
+    settings.WEBSOCKET_ALLOWED_ORIGINS = ["https://shop.example.org"]
+    assert origin_allowed("https://shop.example.org")
+    assert not origin_allowed("https://tickets.example.com")
+
+
+def test_unknown_event_is_refused():
+    customer = CustomerFactory()
+
+    async def scenario():
+        return await _close_code(communicator(uuid.uuid4(), token_of(customer)))
+
+    assert run(scenario) == 4404
+
+
+def test_connect_sends_the_snapshot_then_admitted_and_position_pushes():
+    event = make_event(tickets=1)
+    first, _ = join(event)
+    second, _ = join(event)
+
+    async def scenario():
+        ws_first = communicator(event.id, token_of(first), origin="http://localhost:8000")
+        ws_second = communicator(event.id, token_of(second))
+        assert (await ws_first.connect())[0]
+        assert (await ws_second.connect())[0]
+        snapshots = [await ws_first.receive_json_from(), await ws_second.receive_json_from()]
+        report = await sync_to_async(services.admission_tick_event)(event_id=event.id)
+        first_got = [await ws_first.receive_json_from(2), await ws_first.receive_json_from(2)]
+        second_got = await ws_second.receive_json_from(2)
+        nothing_more = await ws_second.receive_nothing(0.3)
+        await ws_first.disconnect()
+        await ws_second.disconnect()
+        return snapshots, report, first_got, second_got, nothing_more
+
+    snapshots, report, first_got, second_got, nothing_more = run(scenario)
+    assert [(s["type"], s["status"], s["position"]) for s in snapshots] == [
+        ("position", "WAITING", 1),
+        ("position", "WAITING", 2),
+    ]
+    assert report.admitted == 1
+    admitted = next(m for m in first_got if m["type"] == "admitted")
+    entry = QueueEntry.objects.get(customer=first)
+    admission = admission_token_read(
+        token=admitted["admission_token"], event_id=event.id, customer_id=first.id
+    )
+    assert admission.queue_entry_id == entry.id
+    assert admitted["admission_expires_at"] == entry.admission_expires_at.isoformat()
+    # One message for the whole event: the second customer only gets that.
+    assert second_got == {
+        "type": "position",
+        "event_id": str(event.id),
+        "served": 1,
+        "admitted": 1,
+        "rate_per_second": 0.2,
+    }
+    assert {m["type"] for m in first_got} == {"admitted", "position"}
+    assert nothing_more
+
+
+def test_expired_paused_and_resumed_are_pushed():
+    event = make_event(tickets=5)
+    customer, _ = join(event)
+    services.admission_tick_event(event_id=event.id)
+
+    async def scenario():
+        ws = communicator(event.id, token_of(customer))
+        assert (await ws.connect())[0]
+        snapshot = await ws.receive_json_from()
+        await sync_to_async(event_pause)(event_id=event.id)
+        paused = await ws.receive_json_from(2)
+        await sync_to_async(QueueEntry.objects.filter(customer=customer).update)(
+            admission_expires_at=past()
+        )
+        await sync_to_async(services.admission_tick_event)(event_id=event.id)
+        expired = await ws.receive_json_from(2)
+        await sync_to_async(event_resume)(event_id=event.id)
+        resumed = await ws.receive_json_from(2)
+        await ws.disconnect()
+        return snapshot, paused, expired, resumed
+
+    snapshot, paused, expired, resumed = run(scenario)
+    assert snapshot["status"] == "ADMITTED"
+    assert snapshot["admission_token"]
+    assert paused["type"] == "paused"
+    assert expired == {"type": "expired", "event_id": str(event.id), "reason": "admission_window"}
+    assert resumed["type"] == "resumed"
+
+
+def test_a_customer_not_in_the_queue_may_watch_and_ask_again():
+    event = make_event()
+    customer = CustomerFactory()
+
+    async def scenario():
+        ws = communicator(event.id, token_of(customer))
+        assert (await ws.connect())[0]
+        before = await ws.receive_json_from()
+        await sync_to_async(join)(event, customer)
+        await ws.send_to(text_data="{not json")
+        await ws.send_json_to({"type": "position"})
+        after = await ws.receive_json_from()
+        await ws.disconnect()
+        return before, after
+
+    before, after = run(scenario)
+    assert before["status"] is None
+    assert before["code"] == "not_in_queue"
+    assert (after["status"], after["position"]) == ("WAITING", 1)
+
+
+def test_tick_pushes_take_the_pipelined_path_on_this_layer():
+    """The admitted/position pushes above went through one PUBLISH pipeline,
+    not a group_send per customer (the path 5,000 admissions need)."""
+    from channels.layers import get_channel_layer
+
+    from queueing.pushes import _pubsub_prefix
+
+    assert _pubsub_prefix(get_channel_layer()) == "asgi"

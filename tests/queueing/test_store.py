@@ -1,0 +1,49 @@
+"""The Redis store's bulk path (hand-encoded, pipelined ZADD)."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from queueing.store import REBUILD_BATCH, queue_store
+
+
+def test_add_many_sends_exact_scores_in_batches(redis_clean):
+    store = queue_store()
+    members = [(f"member-{i:06d}", 10**15 + i) for i in range(REBUILD_BATCH * 2 + 7)]
+    assert store.add_many(key="fq:{t}:z", members=iter(members)) == len(members)
+    assert store.r.zcard("fq:{t}:z") == len(members)
+    assert store.r.zrange("fq:{t}:z", 0, 2, withscores=True) == [
+        (m, float(s)) for m, s in members[:3]
+    ]
+    assert store.r.zscore("fq:{t}:z", members[-1][0]) == members[-1][1]
+
+
+def test_add_many_only_existing_updates_but_never_adds(redis_clean):
+    store = queue_store()
+    store.r.zadd("fq:{t}:z", {"a": 100, "b": 200})
+    sent = store.add_many(key="fq:{t}:z", members=[("b", 1), ("c", 2)], only_existing=True)
+    assert sent == 2
+    assert store.r.zrange("fq:{t}:z", 0, -1, withscores=True) == [("b", 1.0), ("a", 100.0)]
+
+
+def test_add_many_raises_an_error_reply_and_leaves_the_pool_usable(redis_clean):
+    store = queue_store()
+    store.r.set("fq:{t}:z", "not a sorted set")
+    with pytest.raises(redis.ResponseError):
+        store.add_many(key="fq:{t}:z", members=[("a", 1)])
+    assert store.r.get("fq:{t}:z") == "not a sorted set"
+    assert store.r.ping() is True
+
+
+def test_add_many_stops_cleanly_when_the_rows_fail(redis_clean):
+    store = queue_store()
+
+    def rows():
+        yield ("a", 1)
+        raise RuntimeError("postgres went away")
+
+    with pytest.raises(RuntimeError):
+        store.add_many(key="fq:{t}:z", members=rows())
+    assert store.r.zcard("fq:{t}:z") == 0
+    assert store.r.ping() is True
