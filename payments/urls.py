@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from payments.views import ClaimPaymentView, PaymentDetailView, paystack_webhook
+
+urlpatterns = [
+    path("claims/<uuid:claim_id>/payments/", ClaimPaymentView.as_view(), name="claim-payments"),
+    path("payments/<uuid:payment_id>/", PaymentDetailView.as_view(), name="payment-detail"),
+    path("webhooks/paystack/", paystack_webhook, name="paystack-webhook"),
+]

@@ -1,0 +1,275 @@
+"""Starting a payment for a claim (the outbox pattern).
+
+1. A short transaction writes the Payment in INITIALIZING with its unique
+   reference and logs the request it is about to send.
+2. The gateway is called outside any transaction.
+3. A second short transaction moves INITIALIZING -> PENDING (conditional)
+   with the authorization_url and logs the answer.
+
+A crash between any two steps leaves a row that reconciliation finishes.
+Concurrent calls for one claim meet at the partial unique index "one live
+payment per claim": one row, one gateway call.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from claims.domain import ClaimStatus
+from claims.models import Claim
+from fairqueue.errors import Busy, Gone, InvalidTransition, NotFound
+from fairqueue.faults import fault_point
+from payments.domain import (
+    LIVE_STATUSES,
+    EventKind,
+    PaymentStatus,
+    VerifyOutcome,
+    verify_outcome,
+)
+from payments.errors import AlreadyPaid, GatewayUnavailable, PaymentRefused
+from payments.models import Payment
+from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient
+from payments.services.outcomes import (
+    apply_failure,
+    apply_verify,
+    log_verify_result,
+    payment_lock,
+)
+from payments.services.records import (
+    lease_seconds,
+    payment_lease_take,
+    payment_log,
+    payment_next_check,
+    payment_transition,
+)
+from payments.services.verify import gateway_verify
+
+logger = logging.getLogger(__name__)
+
+P = PaymentStatus
+# After a transient failure the customer is told to come back after this long.
+RETRY_AFTER_SECONDS = 5
+
+
+def new_reference() -> str:
+    return "fq_" + secrets.token_hex(12)
+
+
+def callback_url() -> str:
+    return f"{settings.PUBLIC_BASE_URL.rstrip('/')}/payments/return/"
+
+
+@dataclass(frozen=True)
+class PaymentStart:
+    payment: Payment
+    created: bool  # False: the claim's live payment, returned as it is
+
+
+def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> PaymentStart:
+    """Step 1: the claim's live payment, or a new one in INITIALIZING (the
+    caller then owns its gateway call: its lease runs from now)."""
+    claim = Claim.objects.select_related("customer").filter(pk=claim_id).first()
+    if claim is None or (customer_id is not None and claim.customer_id != customer_id):
+        raise NotFound("No such claim.", code="claim_not_found")
+    if claim.status == ClaimStatus.CONFIRMED:
+        raise AlreadyPaid()
+    if claim.status != ClaimStatus.CLAIMED:
+        raise InvalidTransition(
+            "This claim was released; it can no longer be paid.",
+            code="claim_not_payable",
+            details={"claim_status": claim.status},
+        )
+    # Past its expiry a claim with a payment in flight is kept until the
+    # gateway has been asked (invariant 5): its payment is still shown.
+    live = Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
+    if live is not None:
+        return PaymentStart(live, created=False)
+    now = timezone.now()
+    if claim.expires_at <= now:
+        raise Gone("This claim has expired.", code="claim_expired")
+    reference = new_reference()
+    try:
+        with transaction.atomic():
+            payment = Payment.objects.create(
+                claim=claim,
+                customer_id=claim.customer_id,
+                reference=reference,
+                email=claim.customer.email,
+                amount=claim.amount,
+                currency=claim.currency,
+                next_check_at=now
+                + timedelta(seconds=max(settings.PAYMENT_STALE_SECONDS, lease_seconds())),
+            )
+            payment_log(
+                payment=payment,
+                kind=EventKind.INITIALIZE_REQUESTED,
+                actor="customer",
+                data=_initialize_request(payment),
+            )
+    except IntegrityError:
+        # Someone else opened the claim's live payment a moment ago.
+        live = Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
+        if live is None:
+            raise Busy("The payment is being set up; retry.") from None
+        return PaymentStart(live, created=False)
+    return PaymentStart(payment, created=True)
+
+
+def _initialize_request(payment: Payment) -> dict:
+    return {
+        "email": payment.email,
+        "amount": payment.amount,
+        "currency": payment.currency,
+        "reference": payment.reference,
+        "callback_url": callback_url(),
+        "metadata": {
+            "claim_id": str(payment.claim_id),
+            "event_id": str(payment.claim.event_id),
+            "payment_id": str(payment.pk),
+        },
+    }
+
+
+class InitOutcome(StrEnum):
+    PENDING = "pending"  # the gateway has it; authorization_url stored
+    SETTLED = "settled"  # someone else (a webhook, a verify) moved it on already
+    REFUSED = "refused"  # permanent refusal: FAILED, claim released
+    ORPHANED = "orphaned"  # the gateway has it but its answer was lost: FAILED, claim kept
+    UNKNOWN = "unknown"  # the gateway says it exists yet cannot tell us more
+
+
+def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
+    """Steps 2 and 3 for an INITIALIZING payment whose lease the caller holds.
+    Raises GatewayTransientError when the gateway did not answer after the
+    client's retries (the payment stays INITIALIZING)."""
+    request = _initialize_request(payment)
+    try:
+        answer = PaystackClient().initialize(**request)
+    except GatewayTransientError as exc:
+        with transaction.atomic():
+            payment_log(
+                payment=payment,
+                kind=EventKind.INITIALIZE_ERROR,
+                actor=actor,
+                data={"transient": True, "error": str(exc), "http_status": exc.status_code},
+            )
+        raise
+    except GatewayPermanentError as exc:
+        if exc.duplicate_reference:
+            # An earlier attempt got through (its answer was lost): ask
+            # the gateway what became of it instead of failing.
+            _log_error(payment, exc, actor)
+            return _initialize_resolve_duplicate(payment=payment, actor=actor)
+        with transaction.atomic():
+            payment = payment_lock(payment_id=payment.pk)
+            _log_error(payment, exc, actor)
+            apply_failure(
+                payment=payment,
+                reason=f"initialize refused: {exc.gateway_message}"[:300],
+                actor=actor,
+                release_claim=True,
+            )
+        logger.warning("payment %s refused at initialize", payment.reference)
+        return InitOutcome.REFUSED
+
+    fault_point("payment.after_gateway_answer")
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment.pk)
+        payment_log(
+            payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
+        )
+        moved = payment.status == P.INITIALIZING and payment_transition(
+            payment=payment,
+            target=P.PENDING,
+            actor=actor,
+            reason="gateway accepted the transaction",
+            authorization_url=answer.authorization_url[:500],
+            access_code=answer.access_code[:100],
+            next_check_at=timezone.now() + timedelta(seconds=settings.PAYMENT_STALE_SECONDS),
+        )
+    return InitOutcome.PENDING if moved else InitOutcome.SETTLED
+
+
+def _log_error(payment: Payment, exc: GatewayPermanentError, actor: str) -> None:
+    payment_log(
+        payment=payment,
+        kind=EventKind.INITIALIZE_ERROR,
+        actor=actor,
+        data={
+            "transient": False,
+            "error": exc.gateway_message,
+            "http_status": exc.status_code,
+            "answer": exc.body if isinstance(exc.body, dict) else None,
+        },
+    )
+
+
+def _initialize_resolve_duplicate(*, payment: Payment, actor: str) -> InitOutcome:
+    """The gateway already has this reference. Nobody received its
+    authorization_url (we answer the customer only after storing it), so
+    unless it is being paid the transaction is unreachable: fail the payment
+    without releasing the claim, and the customer starts a new one."""
+    call = gateway_verify(payment=payment, actor=actor)  # raises GatewayTransientError
+    if call.answer is None:
+        payment_next_check(payment_id=payment.pk, after_seconds=settings.PAYMENT_STALE_SECONDS)
+        return InitOutcome.UNKNOWN
+    answer = call.answer
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment.pk)
+        if verify_outcome(answer.status) in (VerifyOutcome.SUCCESS, VerifyOutcome.IN_PROGRESS):
+            apply_verify(payment=payment, answer=answer, actor=actor, release_claim=True)
+            if payment.status == P.INITIALIZING:
+                payment_transition(
+                    payment=payment,
+                    target=P.PENDING,
+                    actor=actor,
+                    reason=f"gateway has the transaction ({answer.status})",
+                    next_check_at=timezone.now()
+                    + timedelta(seconds=settings.PAYMENT_STALE_SECONDS),
+                )
+            return InitOutcome.SETTLED
+        log_verify_result(payment=payment, answer=answer, actor=actor)
+        apply_failure(
+            payment=payment,
+            reason="initialize answer lost; the transaction never reached the customer",
+            actor=actor,
+            release_claim=False,
+            gateway_status=answer.status,
+        )
+    return InitOutcome.ORPHANED
+
+
+def payment_initialize(*, claim_id: uuid.UUID, customer_id: uuid.UUID) -> PaymentStart:
+    """POST /claims/{id}/payments/: the claim's live payment, with the
+    gateway's authorization_url once the gateway has accepted it."""
+    start = payment_open(claim_id=claim_id, customer_id=customer_id)
+    payment = start.payment
+    if payment.status != P.INITIALIZING:
+        return start
+    if not start.created and not payment_lease_take(payment_id=payment.pk):
+        return start  # another request (or reconciliation) is talking to the gateway
+    if start.created:
+        fault_point("payment.after_initializing")
+    try:
+        outcome = payment_gateway_initialize(payment=payment, actor="customer")
+    except GatewayTransientError:
+        # Stays INITIALIZING; free the lease so a retry (or reconciliation) resumes it.
+        payment_next_check(payment_id=payment.pk, after_seconds=0)
+        raise GatewayUnavailable(
+            retry_after=RETRY_AFTER_SECONDS, details={"payment_id": str(payment.pk)}
+        ) from None
+    payment.refresh_from_db()
+    if outcome == InitOutcome.REFUSED:
+        raise PaymentRefused(details={"payment_id": str(payment.pk), "status": payment.status})
+    if outcome in (InitOutcome.ORPHANED, InitOutcome.UNKNOWN):
+        raise GatewayUnavailable(retry_after=1, details={"payment_id": str(payment.pk)})
+    return PaymentStart(payment, created=start.created)

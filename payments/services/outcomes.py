@@ -1,0 +1,196 @@
+"""What the gateway's answers do to a payment and its claim.
+
+Every function here runs inside the caller's short transaction, with the
+payment row locked (``select_for_update``): the payment and the claim change
+together or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.utils import timezone
+
+from claims.domain import ClaimStatus, ReleaseReason
+from claims.models import Claim
+from claims.services import claim_confirm, claim_reinstate, claim_release
+from payments.domain import (
+    LIVE_STATUSES,
+    EventKind,
+    PaymentStatus,
+    VerifyOutcome,
+    mismatch_reason,
+    verify_outcome,
+)
+from payments.models import Payment
+from payments.paystack import VerifyAnswer
+from payments.services.records import payment_log, payment_transition
+
+logger = logging.getLogger(__name__)
+
+P = PaymentStatus
+
+
+def payment_lock(*, payment_id: object) -> Payment:
+    return Payment.objects.select_for_update().get(pk=payment_id)
+
+
+def apply_success(
+    *,
+    payment: Payment,
+    amount: Any,
+    currency: Any,
+    transaction_id: str,
+    actor: str,
+) -> Payment:
+    """The gateway says the customer paid. Confirm payment and claim; or, for
+    a claim already released, re-instate it or mark the payment
+    REFUND_REQUIRED (invariant 5). A wrong amount or currency is flagged and
+    never confirmed (invariant 7)."""
+    if payment.status in (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUNDED):
+        return payment  # already settled: a repeat is a no-op
+    paid = {
+        "paid_amount": amount if isinstance(amount, int) else None,
+        "paid_currency": str(currency or "")[:3].upper(),
+        "gateway_transaction_id": transaction_id[:64],
+        "gateway_status": "success",
+    }
+    reason = mismatch_reason(
+        expected_amount=payment.amount,
+        expected_currency=payment.currency,
+        paid_amount=amount,
+        paid_currency=currency,
+    )
+    if reason:
+        if payment.flag_reason != reason:
+            Payment.objects.filter(pk=payment.pk).update(flag_reason=reason[:300], **paid)
+            payment.flag_reason = reason
+            payment_log(
+                payment=payment,
+                kind=EventKind.FLAGGED,
+                actor=actor,
+                data={"reason": reason, "paid_amount": amount, "paid_currency": currency},
+            )
+            logger.warning("payment %s flagged: %s", payment.reference, reason)
+        return payment
+
+    claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+    if claim.status == ClaimStatus.CLAIMED:
+        claim_confirm(claim_id=claim.pk)
+        payment_transition(payment=payment, target=P.CONFIRMED, actor=actor, reason="paid", **paid)
+    elif claim.status == ClaimStatus.RELEASED:
+        # Late success: the claim was released (expired, failed, given up).
+        if claim_reinstate(claim_id=claim.pk):
+            payment_transition(
+                payment=payment,
+                target=P.CONFIRMED,
+                actor=actor,
+                reason="late success: claim re-instated",
+                **paid,
+            )
+        else:
+            payment_transition(
+                payment=payment,
+                target=P.REFUND_REQUIRED,
+                actor=actor,
+                reason="late success: the tickets are gone",
+                flag_reason="Paid after the claim was released; no tickets left to re-instate.",
+                **paid,
+            )
+    else:  # CONFIRMED by another payment: this one is a second charge
+        payment_transition(
+            payment=payment,
+            target=P.REFUND_REQUIRED,
+            actor=actor,
+            reason="claim already paid by another payment",
+            flag_reason="Second payment for a claim that was already paid.",
+            **paid,
+        )
+    if payment.status == P.REFUND_REQUIRED:
+        logger.warning("payment %s needs a refund", payment.reference)
+    return payment
+
+
+def apply_failure(
+    *,
+    payment: Payment,
+    reason: str,
+    actor: str,
+    release_claim: bool,
+    release_reason: ReleaseReason = ReleaseReason.PAYMENT_FAILED,
+    gateway_status: str = "",
+) -> Payment:
+    """A live payment fails; its claim is released with it unless the caller
+    releases it itself (claim expiry does)."""
+    if payment.status not in LIVE_STATUSES:
+        return payment
+    fields: dict[str, Any] = {"failure_reason": reason[:300]}
+    if gateway_status:
+        fields["gateway_status"] = gateway_status[:32]
+    if not payment_transition(
+        payment=payment, target=P.FAILED, actor=actor, reason=reason, **fields
+    ):
+        return payment
+    if release_claim:
+        claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+        if claim.status == ClaimStatus.CLAIMED:
+            claim_release(claim_id=claim.pk, reason=release_reason)
+    return payment
+
+
+def apply_verify(
+    *,
+    payment: Payment,
+    answer: VerifyAnswer,
+    actor: str,
+    release_claim: bool,
+) -> VerifyOutcome:
+    """Apply a verify answer to a (locked) payment. ABANDONED is final only
+    once the claim has expired or is gone: until then the customer may still
+    be on the checkout page."""
+    outcome = verify_outcome(answer.status)
+    log_verify_result(payment=payment, answer=answer, actor=actor)
+    if answer.reference and answer.reference != payment.reference:
+        logger.error("verify for %s answered reference %s", payment.reference, answer.reference)
+        return VerifyOutcome.IN_PROGRESS
+    if outcome == VerifyOutcome.SUCCESS:
+        apply_success(
+            payment=payment,
+            amount=answer.amount,
+            currency=answer.currency,
+            transaction_id=answer.transaction_id,
+            actor=actor,
+        )
+        return outcome
+    if payment.status not in LIVE_STATUSES:
+        return outcome  # nothing left to decide for a settled payment
+    if outcome == VerifyOutcome.ABANDONED and not claim_over(payment):
+        Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
+        return VerifyOutcome.IN_PROGRESS
+    if outcome in (VerifyOutcome.FAILED, VerifyOutcome.ABANDONED):
+        apply_failure(
+            payment=payment,
+            reason=f"gateway says {answer.status}",
+            actor=actor,
+            release_claim=release_claim,
+            gateway_status=answer.status,
+        )
+    else:
+        Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
+    return outcome
+
+
+def log_verify_result(*, payment: Payment, answer: VerifyAnswer, actor: str) -> None:
+    payment_log(
+        payment=payment,
+        kind=EventKind.VERIFY_RESULT,
+        actor=actor,
+        data={"outcome": verify_outcome(answer.status).value, "answer": answer.raw},
+    )
+
+
+def claim_over(payment: Payment) -> bool:
+    """The claim is no longer waiting for this payment: released, paid, or expired."""
+    claim = Claim.objects.only("status", "expires_at").get(pk=payment.claim_id)
+    return claim.status != ClaimStatus.CLAIMED or claim.expires_at <= timezone.now()

@@ -1,0 +1,145 @@
+"""Healing payments the happy path left behind, and the question claim
+expiry asks before it releases a claim with a payment in flight.
+
+Workers take due rows with ``FOR UPDATE SKIP LOCKED`` in a short transaction
+and push their ``next_check_at`` forward (a lease) before calling the
+gateway outside any transaction, so several workers can run at once without
+working on the same payment.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from claims.domain import ClaimStatus
+from claims.models import Claim
+from payments.domain import LIVE_STATUSES, PaymentStatus, backoff_seconds
+from payments.models import Payment
+from payments.paystack import GatewayTransientError
+from payments.services.initialize import payment_gateway_initialize
+from payments.services.outcomes import claim_over
+from payments.services.records import lease_seconds, payment_lease_take, payment_next_check
+from payments.services.verify import payment_verify_and_apply
+
+logger = logging.getLogger(__name__)
+
+P = PaymentStatus
+# Any 64-bit number, the same in every process: the reconcile task's
+# single-flight lock (a Postgres advisory lock; no Redis needed).
+_ADVISORY_LOCK_ID = 0x6671_7061_7972_6563  # "fqpayrec"
+
+
+def _back_off(payment: Payment) -> None:
+    payment_next_check(
+        payment_id=payment.pk,
+        after_seconds=backoff_seconds(base=settings.PAYMENT_STALE_SECONDS, checks=payment.checks),
+    )
+
+
+def payment_reconcile(*, payment_id: uuid.UUID) -> str:
+    """Finish one live payment whose lease the caller holds: INITIALIZING ->
+    initialize again with the same reference (unless its claim is over: then
+    only ask the gateway what became of it); PENDING -> verify and apply."""
+    payment = Payment.objects.select_related("claim").get(pk=payment_id)
+    if payment.status not in LIVE_STATUSES or payment.flag_reason:
+        return "skipped"
+    try:
+        if payment.status == P.INITIALIZING and not claim_over(payment):
+            outcome = payment_gateway_initialize(payment=payment, actor="reconcile")
+            return f"initialize:{outcome}"
+        result = payment_verify_and_apply(
+            payment_id=payment_id, actor="reconcile", release_claim=True
+        )
+    except GatewayTransientError:
+        _back_off(payment)
+        return "gateway_unavailable"
+    if Payment.objects.filter(pk=payment_id, status__in=LIVE_STATUSES).exists():
+        _back_off(payment)  # still undecided (or the gateway would not say): look later
+    return f"verify:{result}"
+
+
+def payments_due(*, limit: int, now: datetime | None = None) -> list[uuid.UUID]:
+    """Take up to ``limit`` due live payments: lock them with SKIP LOCKED
+    (rows another worker holds are passed over) and lease them."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        ids = list(
+            Payment.objects.select_for_update(skip_locked=True)
+            .filter(status__in=LIVE_STATUSES, next_check_at__lte=now, flag_reason="")
+            .order_by("next_check_at")
+            .values_list("id", flat=True)[:limit]
+        )
+        if ids:
+            Payment.objects.filter(pk__in=ids).update(
+                next_check_at=now + timedelta(seconds=lease_seconds()),
+                checks=F("checks") + 1,
+            )
+    return ids
+
+
+def payments_reconcile(*, batch_size: int = 50, max_batches: int = 10) -> dict[str, int]:
+    """The beat task's body: single-flight (advisory lock), batched."""
+    report: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_ADVISORY_LOCK_ID])
+        if not cursor.fetchone()[0]:
+            return {"skipped_locked": 1}
+    try:
+        for _ in range(max_batches):
+            ids = payments_due(limit=batch_size)
+            for payment_id in ids:
+                try:
+                    result = payment_reconcile(payment_id=payment_id)
+                except Exception:  # one bad row must not stop the batch
+                    logger.exception("reconcile of payment %s failed", payment_id)
+                    result = "error"
+                report[result] = report.get(result, 0) + 1
+            if len(ids) < batch_size:
+                break
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_ADVISORY_LOCK_ID])
+    if report:
+        logger.info("payments reconciled: %s", report)
+    return report
+
+
+def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
+    """Claim expiry asks before releasing a claim (invariant 5).
+
+    True: the claim may be released now (no payment in flight, or the gateway
+    says failed/abandoned and the payment was failed here; the caller
+    releases the claim). False: leave it alone (the payment is pending, the
+    gateway cannot be reached, the money arrived with a mismatch for staff to
+    look at, or the payment has just been confirmed)."""
+    if Payment.objects.filter(claim_id=claim_id, status=P.CONFIRMED).exists():
+        return False
+    payment = (
+        Payment.objects.select_related("claim")
+        .filter(claim_id=claim_id, status__in=LIVE_STATUSES)
+        .first()
+    )
+    if payment is None:
+        return True
+    if payment.flag_reason:
+        return False
+    if payment.status == P.INITIALIZING and not payment_lease_take(payment_id=payment.pk):
+        return False  # a request or a worker is calling initialize right now
+    try:
+        result = payment_verify_and_apply(
+            payment_id=payment.pk, actor="expiry", release_claim=False
+        )
+    except GatewayTransientError:
+        return False
+    if result not in ("failed", "abandoned", "not_found"):
+        return False  # paid (confirmed now), still in progress, or no answer
+    if Payment.objects.filter(claim_id=claim_id, status__in=[*LIVE_STATUSES, P.CONFIRMED]).exists():
+        return False  # something moved it meanwhile (a webhook): not ours to release
+    return Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).exists()

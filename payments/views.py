@@ -1,0 +1,90 @@
+"""The payments REST interface and the gateway's webhook: parse, call one
+service, shape the answer."""
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fairqueue.api import IsCustomer, customer_of, parse
+from fairqueue.core.serializers import ErrorEnvelopeSerializer
+from fairqueue.errors import AppError, json_error
+from fairqueue.idempotency import HEADER, idempotent
+from payments.selectors import payment_get_for_customer
+from payments.serializers import PaymentCreateIn, PaymentOut
+from payments.services import payment_initialize, payment_webhook_receive
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
+
+
+class ClaimPaymentView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="claim_payment_create",
+        summary="Start paying for a claim (or get its live payment)",
+        request=None,
+        parameters=[
+            OpenApiParameter(
+                HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="Same key and body: the same answer; same key, other body: 422.",
+            )
+        ],
+        responses={
+            201: PaymentOut,
+            200: OpenApiResponse(PaymentOut, description="The claim's live payment, unchanged."),
+            404: _error("claim_not_found"),
+            409: _error("already_paid, claim_not_payable (released)"),
+            410: _error("claim_expired"),
+            422: _error("idempotency_mismatch, validation_error"),
+            502: _error("payment_refused: the gateway refused; the claim was released."),
+            503: _error("gateway_unavailable: retry after Retry-After."),
+        },
+    )
+    @idempotent("payments.create")
+    def post(self, request: Request, claim_id: str) -> Response:
+        parse(PaymentCreateIn, request.data or {})
+        start = payment_initialize(claim_id=claim_id, customer_id=customer_of(request).id)
+        return Response(
+            PaymentOut(start.payment).data,
+            status=status.HTTP_201_CREATED if start.created else status.HTTP_200_OK,
+        )
+
+
+class PaymentDetailView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="payment_detail",
+        responses={200: PaymentOut, 404: _error("payment_not_found")},
+    )
+    def get(self, request: Request, payment_id: str) -> Response:
+        payment = payment_get_for_customer(
+            payment_id=payment_id, customer_id=customer_of(request).id
+        )
+        return Response(PaymentOut(payment).data)
+
+
+@extend_schema(exclude=True)
+@csrf_exempt
+@require_POST
+def paystack_webhook(request: HttpRequest) -> HttpResponse:
+    """No authentication but the signature. The raw body is read before
+    anything parses it: the signature covers those exact bytes."""
+    body = request.body
+    try:
+        outcome = payment_webhook_receive(
+            body=body, signature=request.headers.get("x-paystack-signature")
+        )
+    except AppError as exc:
+        return json_error(exc.code, exc.message, exc.status)
+    return JsonResponse({"status": outcome.value})

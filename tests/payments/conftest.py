@@ -1,0 +1,154 @@
+"""Fixtures of the payments tests: the sandbox gateway on a free local port
+(the real client talks HTTP to it), and claims made directly as rows with
+their tickets taken."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import requests
+from django.db import connection
+from django.utils import timezone
+
+from claims.models import Claim
+from events.models import Ticket, TicketTier
+from fairqueue.core.models import Customer
+from payments.models import Payment
+from payments.paystack import sign
+from payments.sandbox import SandboxServer
+from tests.factories import CustomerFactory, TierFactory
+
+WEBHOOK_PATH = "/api/v1/webhooks/paystack/"
+
+
+class Sandbox:
+    """The running sandbox plus helpers to drive it like a test would."""
+
+    def __init__(self, server: SandboxServer) -> None:
+        self.server = server
+        self.app = server.app
+        self.url = server.url
+
+    def config(self, **values: Any) -> dict[str, Any]:
+        answer = requests.post(f"{self.url}/_sandbox/config", json=values, timeout=5)
+        answer.raise_for_status()
+        return answer.json()["data"]
+
+    def stats(self) -> dict[str, int]:
+        return requests.get(f"{self.url}/_sandbox/stats", timeout=5).json()["data"]
+
+    def transaction(self, reference: str) -> dict[str, Any] | None:
+        answer = requests.get(f"{self.url}/_sandbox/transactions/{reference}", timeout=5)
+        return answer.json()["data"] if answer.status_code == 200 else None
+
+    def pay(self, reference: str, **body: Any) -> dict[str, Any]:
+        answer = requests.post(f"{self.url}/_sandbox/pay/{reference}", json=body, timeout=30)
+        answer.raise_for_status()
+        return answer.json()["data"]
+
+    def webhook(self, reference: str) -> tuple[bytes, str]:
+        """The signed webhook the sandbox would send for this transaction now."""
+        body = self.app.webhook_body(reference)
+        return body, sign(body, self.app.secret_key)
+
+
+@pytest.fixture(scope="session")
+def sandbox_server() -> Iterator[SandboxServer]:
+    from django.conf import settings
+
+    server = SandboxServer(port=0, secret_key=settings.PAYSTACK_SECRET_KEY).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
+    """A fresh sandbox for each test, and the app pointed at it."""
+    sandbox_server.app.reset()
+    sandbox_server.app.webhook_url = "http://127.0.0.1:9/unused"  # tests deliver by hand
+    settings.PAYSTACK_BASE_URL = sandbox_server.url
+    settings.PAYSTACK_TIMEOUT_SECONDS = 2.0
+    settings.PAYSTACK_MAX_ATTEMPTS = 3
+    settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
+    return Sandbox(sandbox_server)
+
+
+def make_claim(
+    *,
+    tier: TicketTier | None = None,
+    customer: Customer | None = None,
+    quantity: int = 1,
+    expires_in: float = 600,
+) -> Claim:
+    """A CLAIMED claim holding its ticket rows, as claim_create leaves it."""
+    tier = tier or TierFactory(inventory=5)
+    customer = customer or CustomerFactory()
+    claim = Claim.objects.create(
+        event=tier.event,
+        tier=tier,
+        customer=customer,
+        quantity=quantity,
+        amount=tier.price * quantity,
+        currency=tier.event.currency,
+        expires_at=timezone.now() + timedelta(seconds=expires_in),
+    )
+    free = list(
+        Ticket.objects.filter(tier=tier, claim__isnull=True).values_list("id", flat=True)[:quantity]
+    )
+    assert len(free) == quantity, "the tier has no free tickets left"
+    Ticket.objects.filter(id__in=free).update(claim=claim)
+    return claim
+
+
+def held_tickets(claim: Claim) -> int:
+    return Ticket.objects.filter(claim=claim).count()
+
+
+def reload(obj: Any) -> Any:
+    obj.refresh_from_db()
+    return obj
+
+
+def kinds(payment: Payment) -> list[str]:
+    return list(payment.events.order_by("created_at", "id").values_list("kind", flat=True))
+
+
+def transitions(payment: Payment) -> list[tuple[str, str]]:
+    return list(
+        payment.events.filter(kind="state_change")
+        .order_by("created_at", "id")
+        .values_list("from_status", "to_status")
+    )
+
+
+def post_webhook(client, body: bytes, signature: str | None):
+    headers = {} if signature is None else {"HTTP_X_PAYSTACK_SIGNATURE": signature}
+    return client.generic(
+        "POST", WEBHOOK_PATH, data=body, content_type="application/json", **headers
+    )
+
+
+def in_threads(fn: Callable[[int], Any], n: int) -> list[Any]:
+    """Run fn(i) in n threads released together; results (or exceptions) in order."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[i] = fn(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results

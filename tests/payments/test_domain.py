@@ -1,0 +1,92 @@
+"""The payment state machine and the pure rules (no database)."""
+
+import pytest
+
+from fairqueue.states import IllegalTransition
+from payments.domain import (
+    PAYMENT_MACHINE,
+    PaymentStatus,
+    VerifyOutcome,
+    backoff_seconds,
+    mismatch_reason,
+    verify_outcome,
+)
+
+P = PaymentStatus
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (P.INITIALIZING, P.PENDING),
+        (P.PENDING, P.CONFIRMED),
+        (P.INITIALIZING, P.CONFIRMED),  # a webhook overtaking our own PENDING write
+        (P.INITIALIZING, P.FAILED),
+        (P.PENDING, P.FAILED),
+        (P.FAILED, P.CONFIRMED),  # late success, claim re-instated
+        (P.FAILED, P.REFUND_REQUIRED),  # late success, tickets gone
+        (P.PENDING, P.REFUND_REQUIRED),
+        (P.REFUND_REQUIRED, P.REFUNDED),
+    ],
+)
+def test_allowed_transitions(source, target):
+    PAYMENT_MACHINE.check(source, target)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (P.CONFIRMED, P.FAILED),
+        (P.CONFIRMED, P.PENDING),
+        (P.CONFIRMED, P.REFUNDED),
+        (P.FAILED, P.PENDING),
+        (P.PENDING, P.INITIALIZING),
+        (P.REFUNDED, P.CONFIRMED),
+        (P.PENDING, P.REFUNDED),
+        (P.REFUND_REQUIRED, P.CONFIRMED),
+    ],
+)
+def test_refused_transitions(source, target):
+    with pytest.raises(IllegalTransition):
+        PAYMENT_MACHINE.check(source, target)
+
+
+def test_sources_of_confirmed_are_the_where_clause():
+    assert sorted(PAYMENT_MACHINE.sources_of(P.CONFIRMED)) == ["FAILED", "INITIALIZING", "PENDING"]
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        ("success", VerifyOutcome.SUCCESS),
+        ("SUCCESS", VerifyOutcome.SUCCESS),
+        ("failed", VerifyOutcome.FAILED),
+        ("reversed", VerifyOutcome.FAILED),
+        ("abandoned", VerifyOutcome.ABANDONED),
+        ("ongoing", VerifyOutcome.IN_PROGRESS),
+        ("pending", VerifyOutcome.IN_PROGRESS),
+        ("processing", VerifyOutcome.IN_PROGRESS),
+        ("", VerifyOutcome.IN_PROGRESS),
+        (None, VerifyOutcome.IN_PROGRESS),
+    ],
+)
+def test_gateway_status_meaning(status, outcome):
+    assert verify_outcome(status) == outcome
+
+
+def test_mismatch_reason():
+    ok = {"expected_amount": 500_000, "expected_currency": "NGN"}
+    assert mismatch_reason(**ok, paid_amount=500_000, paid_currency="NGN") == ""
+    assert mismatch_reason(**ok, paid_amount=500_000, paid_currency="ngn") == ""
+    assert "amount 400000" in mismatch_reason(**ok, paid_amount=400_000, paid_currency="NGN")
+    assert "currency 'USD'" in mismatch_reason(**ok, paid_amount=500_000, paid_currency="USD")
+    # Strings, floats and booleans are not amounts in minor units.
+    assert mismatch_reason(**ok, paid_amount="500000", paid_currency="NGN")
+    assert mismatch_reason(**ok, paid_amount=500_000.0, paid_currency="NGN")
+    assert mismatch_reason(**ok, paid_amount=True, paid_currency="NGN")
+    assert mismatch_reason(**ok, paid_amount=None, paid_currency=None).count(";") == 1
+
+
+def test_backoff_grows_and_is_capped():
+    assert [backoff_seconds(base=120, checks=n) for n in range(4)] == [120, 240, 480, 960]
+    assert backoff_seconds(base=120, checks=50) == 3600

@@ -1,0 +1,77 @@
+"""Five concurrent "pay" calls for one claim make one payment and one gateway
+initialize. First the race with the guard (the partial unique index "one
+live payment per claim") switched off, then the guard holding."""
+
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from payments.models import Payment
+from tests.factories import bearer
+from tests.payments.conftest import in_threads, make_claim
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CALLERS = 5
+
+
+@contextmanager
+def live_payment_guard_off():
+    constraint = next(
+        c for c in Payment._meta.constraints if c.name == "payment_one_live_per_claim"
+    )
+    with connection.schema_editor() as editor:
+        editor.remove_constraint(Payment, constraint)
+    try:
+        yield
+    finally:
+        # Rows that break the guard must leave the live states before it returns.
+        Payment.objects.update(status="FAILED")
+        with connection.schema_editor() as editor:
+            editor.add_constraint(Payment, constraint)
+
+
+def pay_concurrently(claim) -> list:
+    headers = bearer(claim.customer)
+
+    def call(_: int):
+        return APIClient().post(f"/api/v1/claims/{claim.id}/payments/", format="json", **headers)
+
+    return in_threads(call, CALLERS)
+
+
+def test_without_the_guard_concurrent_calls_double_initialize(sandbox):
+    # The race is timing-dependent; it needs to show once in a few rounds.
+    with live_payment_guard_off():
+        for _ in range(10):
+            claim = make_claim()
+            pay_concurrently(claim)
+            if Payment.objects.filter(claim=claim).count() > 1:
+                break
+        created = Payment.objects.filter(claim=claim).count()
+        calls = sandbox.stats()["initialize_created"]
+    assert created > 1
+    assert calls >= created  # each duplicate row went to the gateway too
+
+
+def test_the_guard_makes_one_payment_and_one_gateway_call(sandbox):
+    for round_ in range(3):
+        claim = make_claim()
+        answers = pay_concurrently(claim)
+
+        assert all(not isinstance(a, Exception) for a in answers), answers
+        codes = sorted(a.status_code for a in answers)
+        # One caller created it; the others got the live payment (200), or
+        # were told to come back while it was being set up (503 + Retry-After).
+        assert codes.count(201) == 1, codes
+        assert set(codes) <= {200, 201, 503}
+        payment = Payment.objects.get(claim=claim)
+        assert {a.json()["payment_id"] for a in answers if a.status_code != 503} == {
+            str(payment.id)
+        }
+        assert sandbox.stats()["initialize_created"] == round_ + 1
+        assert sandbox.stats()["initialize_calls"] == round_ + 1
+        payment.refresh_from_db()
+        assert payment.status == "PENDING"
