@@ -24,6 +24,11 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://localhost:8000")
+# Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
+# Empty: the page's own host, on WS_PORT when that is set (`make run` serves
+# daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
+WEBSOCKET_PUBLIC_URL = env.str("WEBSOCKET_PUBLIC_URL", default="")
+WS_PORT = env.int("WS_PORT", default=None)
 
 INSTALLED_APPS = [
     "daphne",
