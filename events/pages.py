@@ -82,7 +82,7 @@ def duration_text(seconds: int) -> str:
 
 
 def not_found_page(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "events/not_found.html", {"message": message}, status=404)
+    return render(request, "404.html", {"message": message}, status=404)
 
 
 def event_list_page(request: HttpRequest) -> HttpResponse:

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -87,11 +87,14 @@ def tier_create(
     _validate_tier(TierSpec(name, price, inventory))
     if event.status == EventStatus.ENDED:
         raise InvalidTransition("Tiers cannot be added to an ended event.")
-    if TicketTier.objects.filter(event=event, name=name).exists():
-        raise InvalidInput("A tier with this name exists.", details={"name": name})
-    tier = TicketTier.objects.create(
-        event=event, name=name, price=price, inventory=inventory, sort_order=sort_order
-    )
+    try:
+        # The unique (event, name) constraint decides between concurrent adds.
+        with transaction.atomic():
+            tier = TicketTier.objects.create(
+                event=event, name=name, price=price, inventory=inventory, sort_order=sort_order
+            )
+    except IntegrityError as exc:
+        raise InvalidInput("A tier with this name exists.", details={"name": name}) from exc
     tier_provision_tickets(tier=tier)
     _inventory_changed(event)
     return tier

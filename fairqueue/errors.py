@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -177,9 +178,15 @@ def json_error(code: str, message: str, status: int) -> JsonResponse:
 
 
 def handler404(request, exception=None):
-    return json_error("not_found", "Not found.", 404)
+    """JSON envelope for API clients, the HTML page for people."""
+    if request.path.startswith("/api/"):
+        return json_error("not_found", "Not found.", 404)
+    from django.shortcuts import render
+
+    return render(request, "404.html", status=404)
 
 
+@csrf_exempt  # an unknown API path is a 404 envelope for POST too, not a CSRF page
 def api_not_found(request, *args, **kwargs):
     """Any unknown path under /api/: the envelope, in DEBUG too (Django's
     debug 404 page is HTML), and no slash-appending redirect that would turn

@@ -16,7 +16,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-insecure-change-me" if DEBUG else "")
+_DEV_SECRET_KEY = "dev-insecure-key-change-me-in-production-0123456789"  # noqa: S105 - dev only
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
@@ -98,7 +99,10 @@ if env.bool("DB_POOL", default=False):
     }
 else:
     _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
-    _db["CONN_HEALTH_CHECKS"] = True
+    # Off by default: it costs a `SELECT 1` round trip before the first query
+    # of every request. A connection that broke fails one request, is marked
+    # unusable and replaced on the next.
+    _db["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
 _db.setdefault("OPTIONS", {})["connect_timeout"] = 5
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -114,3 +114,10 @@ def test_a_wrong_method_is_405(api, method, path):
 
 def test_an_unknown_event_has_its_own_code(api):
     assert_envelope(api.get(f"/api/v1/events/{uuid.uuid4()}/"), 404, "event_not_found")
+
+
+def test_unknown_page_outside_the_api_is_the_html_404_page(client):
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
+    assert b"Page not found" in response.content
