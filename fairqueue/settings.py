@@ -158,6 +158,14 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="FairQueue <tickets@f
 # --- Queue, claims, payments -----------------------------------------------
 ADMISSION_WINDOW_SECONDS = env.int("ADMISSION_WINDOW_SECONDS", default=300)
 CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
+# Per-process caches of event/tier rows on the join and claim hot paths.
+# Admission and the Postgres guard are what really gate, so a second of
+# staleness only delays a status change by that second.
+QUEUE_EVENT_CACHE_SECONDS = env.float("QUEUE_EVENT_CACHE_SECONDS", default=1.0)
+CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
+# The cheap queue reconciliation compares set sizes; a full member-by-member
+# pass runs this often (a lost member plus a stale one leave sizes equal).
+QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)
 PAYSTACK_BASE_URL = env.str("PAYSTACK_BASE_URL", default="http://127.0.0.1:8002")
 PAYSTACK_SECRET_KEY = env.str("PAYSTACK_SECRET_KEY", default="sk_test_fairqueue_sandbox")
 PAYSTACK_TIMEOUT_SECONDS = env.float("PAYSTACK_TIMEOUT_SECONDS", default=10.0)
