@@ -1,0 +1,419 @@
+"""Claims per second over HTTP: N admitted customers race for M tickets.
+
+    DATABASE_URL=... REDIS_URL=... python bench/claims_bench.py \
+        [--customers 5000] [--tickets 5000] [--concurrency 64] [--workers 4]
+
+What it does:
+1. Prepares the sale directly in Postgres and Redis, as the admission tick
+   leaves it: an ACTIVE event with one tier of ``--tickets`` tickets, its Redis
+   counter synced, ``--customers`` customers whose queue entries are ADMITTED
+   (Postgres row, Redis admitted set), a customer token and an admission token
+   minted for each.
+2. Starts gunicorn (sync workers, ``DJANGO_DEBUG=false``) against the same
+   DATABASE_URL / REDIS_URL, and waits for /healthz.
+3. Fires every customer's ``POST /api/v1/events/{id}/claims/`` at once through
+   ``--concurrency`` connections (aiohttp; 503 Retry-After honoured), and
+   records each latency.
+4. Checks Postgres: tickets sold == inventory when customers >= tickets, no
+   ticket row in two claims, no claim short of rows, nobody with two purchases.
+
+Prints claims/s (successful claims over the span of the run), requests/s,
+p50/p99 latency of all claim requests, the answers by status and code, and
+the checks; ``--json FILE`` also writes them. The sale's rows stay in the
+database (an event named "claims bench <time>").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+
+from bench._common import Api, Recorder, percentile
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--customers", type=int, default=5000)
+    parser.add_argument("--tickets", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64, help="connections in flight")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument(
+        "--worker-class", default="sync", help="gunicorn worker class (sync, as served; gthread)"
+    )
+    parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--no-server", action="store_true", help="use an already running server (--url)"
+    )
+    parser.add_argument("--url", default="", help="base URL with --no-server")
+    return parser.parse_args(argv)
+
+
+def django_setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+    import django
+
+    django.setup()
+
+
+def prepare_sale(*, customers: int, tickets: int) -> dict:
+    """Event, tier, tickets, admitted customers and their tokens."""
+    from django.utils import timezone
+
+    from events.models import Organizer
+    from events.services import TierSpec, event_activate, event_create
+    from fairqueue.core.models import Customer
+    from fairqueue.core.tokens import customer_token_issue
+    from queueing.domain import QueueStatus
+    from queueing.models import QueueEntry
+    from queueing.store import queue_store
+    from queueing.tokens import admission_token_issue
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    organizer, _ = Organizer.objects.get_or_create(name="Claims bench")
+    now = timezone.now()
+    event = event_create(
+        organizer=organizer,
+        name=f"claims bench {stamp}",
+        sale_start=now - timedelta(minutes=1),
+        sale_end=now + timedelta(hours=2),
+        tiers=[TierSpec(name="Regular", price=500_000, inventory=tickets)],
+        max_active_admitted=max(customers, 1),
+    )
+    event_activate(event_id=event.pk)  # syncs the Redis counter on commit
+    tier = event.tiers.get()
+    tag = uuid.uuid4().hex[:8]
+    people = Customer.objects.bulk_create(
+        [Customer(email=f"bench{i}-{tag}@example.test") for i in range(customers)],
+        batch_size=2000,
+    )
+    expires_at = now + timedelta(hours=1)
+    entries = QueueEntry.objects.bulk_create(
+        [
+            QueueEntry(
+                event=event,
+                customer=c,
+                status=QueueStatus.ADMITTED,
+                score=n,
+                admitted_at=now,
+                admission_expires_at=expires_at,
+            )
+            for n, c in enumerate(people)
+        ],
+        batch_size=2000,
+    )
+    store = queue_store()
+    expires_ms = int(expires_at.timestamp() * 1000)
+    store.add_many(
+        key=store.admitted_key(event.pk), members=[(str(c.id), expires_ms) for c in people]
+    )
+    buyers = []
+    for customer, entry in zip(people, entries, strict=True):
+        bearer, _ = customer_token_issue(customer_id=customer.id, email=customer.email)
+        admission = admission_token_issue(
+            event_id=event.pk,
+            customer_id=customer.id,
+            queue_entry_id=entry.id,
+            expires_at=expires_at,
+        )
+        buyers.append((bearer, admission))
+    return {"event_id": str(event.pk), "tier_id": str(tier.pk), "buyers": buyers}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(
+    *, port: int, workers: int, worker_class: str = "sync", threads: int = 1
+) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "claims-bench-" + "x" * 40),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "LOG_LEVEL": "WARNING",
+    }
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "fairqueue.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        worker_class,
+        "--threads",
+        str(threads),
+        "--backlog",
+        "4096",
+        "--log-level",
+        "warning",
+    ]
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env, start_new_session=True)  # noqa: S603
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        return [int(c) for t in tasks for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of a process and its live descendants, from
+    /proc (Linux): how much the web tier spent per claim, whatever else the
+    machine was doing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        todo.extend(_children(current))
+    return total
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (all cores), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def command_cpu_seconds(name: str) -> float:
+    """CPU seconds of every live process whose command name is ``name``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if head.split("(", 1)[1] == name:
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def cpu_snapshot(server_pid: int | None) -> dict[str, float]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "machine": machine_busy_seconds(),
+        "web": tree_cpu_seconds(server_pid) if server_pid else 0.0,
+        "postgres": command_cpu_seconds("postgres"),
+        "redis": command_cpu_seconds("redis-server"),
+        "load_generator": usage.ru_utime + usage.ru_stime,
+    }
+
+
+def wait_ready(base: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as resp:  # noqa: S310
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the server at {base} did not become ready")
+
+
+async def fire(
+    base: str, sale: dict, concurrency: int, keep_alive: bool
+) -> tuple[Recorder, Counter, float]:
+    rec = Recorder()
+    answers: Counter = Counter()
+    url = f"/api/v1/events/{sale['event_id']}/claims/"
+    # Sync gunicorn workers close every connection: do not try to reuse them.
+    connector = aiohttp.TCPConnector(limit=concurrency, force_close=not keep_alive)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        api = Api(session, base, rec, concurrency=concurrency)
+
+        async def one(bearer: str, admission: str) -> None:
+            status, body = await api.call(
+                "claim",
+                "POST",
+                url,
+                token=bearer,
+                body={"admission_token": admission, "tier_id": sale["tier_id"], "quantity": 1},
+            )
+            code = body["error"]["code"] if status >= 400 and isinstance(body, dict) else ""
+            answers[(status, code)] += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(one(b, a) for b, a in sale["buyers"]))
+        wall = time.monotonic() - started
+    return rec, answers, wall
+
+
+def check_invariants(*, event_id: str, tier_id: str, tickets: int, customers: int) -> dict:
+    from django.db import connection
+
+    from events.inventory import inventory_store
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), coalesce(sum(quantity), 0) FROM claims_claim "
+            "WHERE tier_id = %s AND status IN ('CLAIMED', 'CONFIRMED')",
+            [tier_id],
+        )
+        claims, held = cur.fetchone()
+        cur.execute(
+            "SELECT count(*) FROM events_ticket WHERE tier_id = %s AND claim_id IS NOT NULL",
+            [tier_id],
+        )
+        (ticket_rows_taken,) = cur.fetchone()
+        cur.execute(
+            "SELECT count(*) FROM (SELECT customer_id FROM claims_claim WHERE event_id = %s "
+            "AND status IN ('CLAIMED', 'CONFIRMED') GROUP BY customer_id HAVING count(*) > 1) d",
+            [event_id],
+        )
+        (double_purchases,) = cur.fetchone()
+        cur.execute(
+            "SELECT count(*) FROM claims_claim c WHERE c.tier_id = %s AND c.quantity <> "
+            "(SELECT count(*) FROM events_ticket t WHERE t.claim_id = c.id)",
+            [tier_id],
+        )
+        (claims_short_of_rows,) = cur.fetchone()
+        cur.execute("SELECT status FROM events_event WHERE id = %s", [event_id])
+        (event_status,) = cur.fetchone()
+    counter = inventory_store().available(event_id=event_id, tier_ids=[tier_id])[tier_id]
+    expected = min(tickets, customers)
+    return {
+        "sold": int(held),
+        "claims": int(claims),
+        "ticket_rows_taken": int(ticket_rows_taken),
+        "oversold": max(0, int(held) - tickets),
+        "double_purchases": int(double_purchases),
+        "claims_short_of_rows": int(claims_short_of_rows),
+        "redis_counter_after": counter,
+        "event_status": event_status,
+        "ok": (
+            int(held) == expected == int(ticket_rows_taken)
+            and int(double_purchases) == 0
+            and int(claims_short_of_rows) == 0
+        ),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    django_setup()
+    from django.conf import settings
+
+    # Tokens minted here must verify in the server: the same signing key.
+    os.environ.setdefault("TOKEN_SIGNING_KEY", settings.TOKEN_SIGNING_KEY)
+    print(f"preparing {args.customers} admitted customers and {args.tickets} tickets ...")
+    t = time.monotonic()
+    sale = prepare_sale(customers=args.customers, tickets=args.tickets)
+    print(f"  prepared in {time.monotonic() - t:.1f}s (event {sale['event_id']})")
+
+    server = None
+    base = args.url.rstrip("/")
+    if not args.no_server:
+        port = args.port or free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = start_gunicorn(
+            port=port, workers=args.workers, worker_class=args.worker_class, threads=args.threads
+        )
+    try:
+        wait_ready(base)
+        pid = server.pid if server else None
+        load_before = os.getloadavg()
+        cpu_before = cpu_snapshot(pid)
+        keep_alive = args.worker_class != "sync"
+        rec, answers, wall = asyncio.run(fire(base, sale, args.concurrency, keep_alive))
+        cpu_after = cpu_snapshot(pid)
+    finally:
+        if server is not None:
+            os.killpg(server.pid, 15)
+            server.wait(timeout=30)
+
+    latencies = sorted(s.latency * 1000 for s in rec.samples["claim"])
+    created = answers.get((201, ""), 0)
+    checks = check_invariants(
+        event_id=sale["event_id"],
+        tier_id=sale["tier_id"],
+        tickets=args.tickets,
+        customers=args.customers,
+    )
+    result = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_average_before_run": load_before,
+            "load_average_after_run": os.getloadavg(),
+        },
+        "config": {
+            "customers": args.customers,
+            "tickets": args.tickets,
+            "concurrency": args.concurrency,
+            "gunicorn": None
+            if args.no_server
+            else f"{args.workers} {args.worker_class} workers x {args.threads} threads",
+        },
+        "claims_per_second": created / wall,
+        "requests_per_second": len(latencies) / wall,
+        "wall_seconds": wall,
+        # Where the CPU went, in ms per claim request: the whole machine, and
+        # gunicorn, Postgres (every postgres process), Redis and this load
+        # generator. "machine" minus the rest is the other users of the box.
+        "cpu_ms_per_request": {
+            part: round((cpu_after[part] - cpu_before[part]) * 1000 / max(1, len(latencies)), 3)
+            for part in cpu_before
+        },
+        "machine_cores_busy": round((cpu_after["machine"] - cpu_before["machine"]) / wall, 2),
+        "requests": len(latencies),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+        "max_ms": latencies[-1] if latencies else None,
+        "answers": {f"{status} {code}".strip(): n for (status, code), n in answers.items()},
+        "checks": checks,
+    }
+    print(json.dumps(result, indent=2, default=str))
+    print(
+        f"\n{created} claims in {wall:.2f}s = {result['claims_per_second']:.0f} claims/s "
+        f"({result['requests_per_second']:.0f} requests/s), p50 {result['p50_ms']:.1f} ms, "
+        f"p99 {result['p99_ms']:.1f} ms; sold {checks['sold']}/{args.tickets}, "
+        f"oversold {checks['oversold']}, double purchases {checks['double_purchases']}"
+    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, default=str))
+    return 0 if checks["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

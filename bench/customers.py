@@ -1,0 +1,434 @@
+"""Simulated customers of a flash sale, over the public HTTP and WebSocket API.
+
+Each customer is one asyncio task: arrive, join the queue, wait for admission
+(a WebSocket push, or polling the position endpoint with backoff), claim a
+ticket with the admission token, start a payment and pay (or decline) at the
+sandbox gateway, then watch the claim until it is confirmed or released.
+A share of them misbehave the way real people do: leave the queue, let the
+admission window lapse, let the claim expire, abandon or decline the payment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from bench._common import Api, Recorder, error_code, jwt_claims
+
+BEHAVIOURS = ("abandon_queue", "lapse_admission", "expire_claim", "decline", "abandon_payment")
+
+
+@dataclass
+class Customer:
+    index: int
+    id: str
+    token: str
+    ws: bool
+    behaviour: str = "pay"
+    position: int | None = None
+    join_eta: int | None = None
+    admitted: asyncio.Event = field(default_factory=asyncio.Event)
+    admission_token: str | None = None
+    admission_via: str = ""
+    push_received_at: float | None = None  # wall clock (time.time()) of the admitted push
+    gone: bool = False  # admission expired or sale over: stop waiting
+    outcome: str = ""
+
+
+@dataclass
+class SaleConfig:
+    event_id: str
+    tiers: list[dict[str, Any]]
+    http_url: str
+    ws_url: str
+    sandbox_url: str
+    join_seconds: float = 5.0
+    quantity: int = 1
+    poll_min: float = 10.0
+    poll_max: float = 300.0
+    ws_fallback_poll: float = 60.0
+    claim_ttl: float = 600.0
+    window_seconds: float = 300.0
+    late_pay_delay: float = 0.0  # > 0: this customer pays only after its claim expired
+    seed: int = 1
+
+
+class Sale:
+    """Shared state of all simulated customers, and the customer coroutine."""
+
+    def __init__(
+        self,
+        cfg: SaleConfig,
+        api: Api,
+        watch: Api,
+        buy: Api,
+        sandbox: Api,
+        ws_session: aiohttp.ClientSession,
+        rec: Recorder,
+    ) -> None:
+        self.cfg = cfg
+        # One pool of connections per kind of request, as a real server's
+        # bounded accept queue: a poll or a claim waits behind the requests in
+        # flight, not behind every join the flood has still to send.
+        self.api = api  # joins
+        self.watch = watch  # position polls, leaving the queue
+        self.buy = buy  # claims, payments, and watching them
+        self.sandbox = sandbox
+        self.ws_session = ws_session
+        self.rec = rec
+        self.rng = random.Random(cfg.seed)
+        self.counts: Counter = Counter()
+        self.ws_open = 0
+        self.ws_messages: Counter = Counter()
+        self.served: int | None = None
+        self.push_latency_wall: list[tuple[str, float]] = []  # (queue entry id, receipt wall time)
+        self.poll_latency_wall: list[
+            tuple[str, float]
+        ] = []  # (queue entry id, poll answer wall time)
+        self.confirm_latency: list[float] = []  # seconds from sandbox pay to claim CONFIRMED
+        self.paid_wall: list[tuple[str, float]] = []  # (claim id, wall clock of the pay)
+        self.stopping = asyncio.Event()
+        # Fault hooks, switched by bench.faults while a scenario runs.
+        self.webhook_mode = "normal"  # or "hold": pay without webhook, faults deliver later
+        self.held_references: list[str] = []
+        self.late_payers_left = 0
+        self.late_payments: list[dict[str, Any]] = []
+
+    # --- one customer ------------------------------------------------------------------
+    async def customer(self, c: Customer) -> None:
+        try:
+            await asyncio.sleep(self.rng.uniform(0, self.cfg.join_seconds))
+            await self._run(c)
+        except asyncio.CancelledError:
+            c.outcome = c.outcome or "still_waiting_at_end"
+            raise
+        finally:
+            c.gone = True
+            c.admitted.set()
+            self.counts[f"outcome:{c.outcome or 'unknown'}"] += 1
+
+    async def _run(self, c: Customer) -> None:
+        eid = self.cfg.event_id
+        status, body = await self.api.call(
+            "join", "POST", f"/api/v1/events/{eid}/queue/", token=c.token
+        )
+        if status == 201:
+            c.position, c.join_eta = body.get("position"), body.get("eta_seconds")
+        elif error_code(body) != "already_in_queue":  # a retried join whose first try landed
+            c.outcome = f"join_failed:{error_code(body) or status}"
+            return
+        self.counts["joined"] += 1
+        ws_task = asyncio.create_task(self._ws_reader(c)) if c.ws else None
+        try:
+            if c.behaviour == "abandon_queue":
+                await self._abandon(c)
+                return
+            token = await self._wait_admission(c)
+            if token is None:
+                c.outcome = c.outcome or "never_admitted"
+                return
+            self.counts[f"admitted_via_{c.admission_via}"] += 1
+            if c.behaviour == "lapse_admission":
+                c.outcome = "let_admission_lapse"
+                return
+        finally:
+            if ws_task is not None:
+                ws_task.cancel()
+        claim = await self._claim(c, token)
+        if claim is None:
+            return
+        self.counts["claimed"] += 1
+        if c.behaviour == "expire_claim":
+            c.outcome = "let_claim_expire"
+            return
+        await self._pay(c, claim)
+
+    async def _abandon(self, c: Customer) -> None:
+        await asyncio.sleep(self.rng.uniform(1, 20))
+        status, body = await self.watch.call(
+            "leave", "DELETE", f"/api/v1/events/{self.cfg.event_id}/queue/", token=c.token
+        )
+        c.outcome = (
+            "abandoned_queue" if status == 204 else f"leave_failed:{error_code(body) or status}"
+        )
+
+    # --- waiting room --------------------------------------------------------------------
+    async def _poll(self, c: Customer) -> dict[str, Any] | None:
+        status, body = await self.watch.call(
+            "position", "GET", f"/api/v1/events/{self.cfg.event_id}/queue/position/", token=c.token
+        )
+        if status != 200 or not isinstance(body, dict):
+            return None
+        if body.get("served") is not None:
+            self.served = max(self.served or 0, body["served"])
+        return body
+
+    def _interval(self, body: dict[str, Any] | None, last: float) -> float:
+        """Poll again after about the ETA; without an ETA (nobody is being
+        admitted right now, e.g. every ticket is held) back off, doubling."""
+        eta = (body or {}).get("eta_seconds")
+        base = last * 2 if eta is None else eta
+        # Poll at least twice per admission window: the queue can move faster
+        # than the ETA said (admissions lapse, tickets come back).
+        ceiling = min(self.cfg.poll_max, self.cfg.window_seconds / 2)
+        base = min(ceiling, max(self.cfg.poll_min, base))
+        return base * self.rng.uniform(0.8, 1.2)
+
+    async def _wait_admission(self, c: Customer) -> str | None:
+        body: dict[str, Any] | None = {"eta_seconds": c.join_eta}
+        interval = self.cfg.poll_min / 2
+        while not self.stopping.is_set():
+            if c.ws:
+                timeout = self.cfg.ws_fallback_poll * self.rng.uniform(0.8, 1.2)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(c.admitted.wait(), timeout)
+                if c.admission_token:
+                    return c.admission_token
+                if c.gone:
+                    return None
+            else:
+                interval = self._interval(body, interval)
+                await asyncio.sleep(interval)
+            body = await self._poll(c)
+            if body is None:
+                continue
+            state = body.get("status")
+            if state == "ADMITTED" and body.get("admission_token"):
+                c.admission_token, c.admission_via = body["admission_token"], "poll"
+                entry = jwt_claims(c.admission_token).get("qe")
+                if entry:
+                    self.poll_latency_wall.append((entry, time.time()))
+                return c.admission_token
+            if state not in ("WAITING", "ADMITTED"):
+                c.outcome = f"left_queue_as_{state}"
+                return None
+        return None
+
+    async def _ws_reader(self, c: Customer) -> None:
+        url = f"{self.cfg.ws_url}/ws/events/{self.cfg.event_id}/queue/?token={c.token}"
+        origin = self.cfg.http_url
+        failures = 0
+        while not c.gone and not self.stopping.is_set() and failures < 8:
+            started, t = self.rec.now(), time.monotonic()
+            try:
+                async with self.ws_session.ws_connect(
+                    url,
+                    headers={"Origin": origin},
+                    autoping=True,
+                    timeout=aiohttp.ClientWSTimeout(ws_close=5),
+                ) as ws:
+                    self.rec.add("ws_connect", started, time.monotonic() - t, 101, None)
+                    self.ws_open += 1
+                    failures = 0
+                    try:
+                        async for msg in ws:
+                            if msg.type == aiohttp.WSMsgType.TEXT:
+                                self._on_push(c, msg.data)
+                            if c.admission_token or c.gone:
+                                return
+                    finally:
+                        self.ws_open -= 1
+                self.counts["ws_closed_by_server"] += 1
+            except aiohttp.WSServerHandshakeError as exc:
+                self.rec.add("ws_connect", started, time.monotonic() - t, exc.status, "handshake")
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                self.rec.add("ws_connect", started, time.monotonic() - t, 0, None)
+            failures += 1
+            await asyncio.sleep(min(30.0, 0.5 * 2**failures) * self.rng.random())
+
+    def _on_push(self, c: Customer, raw: str) -> None:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            return
+        kind = message.get("type", "?")
+        self.ws_messages[kind] += 1
+        if kind == "position" and message.get("served") is not None:
+            self.served = max(self.served or 0, message["served"])
+        if kind == "position" and message.get("admission_token") and not c.admission_token:
+            # The snapshot sent on connect: admitted before the socket opened.
+            c.admission_token, c.admission_via = message["admission_token"], "ws_snapshot"
+            c.admitted.set()
+        elif kind == "admitted" and message.get("admission_token") and not c.admission_token:
+            c.push_received_at = time.time()
+            c.admission_token, c.admission_via = message["admission_token"], "push"
+            entry = jwt_claims(c.admission_token).get("qe")
+            if entry:
+                self.push_latency_wall.append((entry, c.push_received_at))
+            c.admitted.set()
+        elif kind == "expired":
+            c.gone = True
+            c.outcome = "admission_expired_push"
+            c.admitted.set()
+
+    # --- claim and pay ---------------------------------------------------------------------
+    def _tier_order(self) -> list[dict[str, Any]]:
+        tiers = list(self.cfg.tiers)
+        weights = [t["inventory"] for t in tiers]
+        first = self.rng.choices(range(len(tiers)), weights=weights)[0]
+        return [tiers[first]] + [t for i, t in enumerate(tiers) if i != first]
+
+    async def _claim(self, c: Customer, token: str) -> dict[str, Any] | None:
+        for tier in self._tier_order():
+            status, body = await self.buy.call(
+                "claim",
+                "POST",
+                f"/api/v1/events/{self.cfg.event_id}/claims/",
+                token=c.token,
+                body={
+                    "admission_token": token,
+                    "tier_id": tier["id"],
+                    "quantity": self.cfg.quantity,
+                },
+                headers={"Idempotency-Key": str(uuid.uuid4())},
+            )
+            if status == 201 and isinstance(body, dict):
+                return body
+            if error_code(body) == "sold_out":
+                continue
+            c.outcome = f"claim_failed:{error_code(body) or status}"
+            return None
+        c.outcome = "claim_failed:sold_out"
+        return None
+
+    async def _create_payment(self, c: Customer, claim_id: str) -> dict[str, Any] | None:
+        key = str(uuid.uuid4())
+        deadline = time.monotonic() + self.cfg.claim_ttl
+        attempt = 0
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            status, body = await self.buy.call(
+                "payment_create",
+                "POST",
+                f"/api/v1/claims/{claim_id}/payments/",
+                token=c.token,
+                body={},
+                headers={"Idempotency-Key": key},
+            )
+            if status in (200, 201) and isinstance(body, dict) and body.get("reference"):
+                return await self._until_at_gateway(c, body, deadline)
+            if status not in (0, 500, 503, 504):
+                c.outcome = f"payment_failed:{error_code(body) or status}"
+                return None
+            attempt += 1
+            if attempt % 3 == 0:  # a stored 5xx answer is replayed for the same key
+                key = str(uuid.uuid4())
+            await asyncio.sleep(min(10.0, 0.5 * 2**attempt) * self.rng.uniform(0.5, 1.0))
+        c.outcome = "payment_failed:gave_up"
+        return None
+
+    async def _until_at_gateway(
+        self, c: Customer, payment: dict[str, Any], deadline: float
+    ) -> dict[str, Any] | None:
+        """A payment still INITIALIZING has no checkout page yet (the gateway
+        call failed; reconciliation retries it): wait for its authorization_url."""
+        wait = 1.0
+        while not payment.get("authorization_url"):
+            if (
+                payment.get("status") not in ("INITIALIZING", "PENDING")
+                or time.monotonic() > deadline
+            ):
+                c.outcome = f"payment_never_reached_gateway:{payment.get('status')}"
+                return None
+            await asyncio.sleep(wait * self.rng.uniform(0.5, 1.0))
+            wait = min(wait * 2, 10.0)
+            status, body = await self.buy.call(
+                "payment_get", "GET", f"/api/v1/payments/{payment['payment_id']}/", token=c.token
+            )
+            if status == 200 and isinstance(body, dict):
+                payment = body
+        self.counts["payment_waited_for_gateway"] += wait > 1.0
+        return payment
+
+    async def _sandbox_pay(
+        self, reference: str, outcome: str, *, send_webhook: bool = True
+    ) -> bool:
+        for attempt in range(8):
+            status, _ = await self.sandbox.call(
+                "sandbox_pay",
+                "POST",
+                f"/_sandbox/pay/{reference}",
+                body={"outcome": outcome, "wait": False, "send_webhook": send_webhook},
+            )
+            if status == 200:
+                return True
+            # 404: the gateway never recorded the transaction (a 5xx before it
+            # did); reconciliation initializes it again with the same reference.
+            await asyncio.sleep(min(15.0, 2.0 * 2**attempt) * self.rng.uniform(0.5, 1.0))
+        return False
+
+    async def _pay(self, c: Customer, claim: dict[str, Any]) -> None:
+        claim_id = claim["claim_id"]
+        payment = await self._create_payment(c, claim_id)
+        if payment is None:
+            return
+        self.counts["payment_started"] += 1
+        if c.behaviour == "abandon_payment":
+            c.outcome = "abandoned_payment"
+            return
+        reference = payment["reference"]
+        outcome = "failed" if c.behaviour == "decline" else "success"
+        if outcome == "success" and self.late_payers_left > 0:
+            self.late_payers_left -= 1
+            await self._pay_late(c, claim_id, reference)
+            return
+        hold = self.webhook_mode == "hold" and outcome == "success"
+        paid_at = time.monotonic()
+        if outcome == "success":
+            self.paid_wall.append((claim_id, time.time()))
+        if not await self._sandbox_pay(reference, outcome, send_webhook=not hold):
+            c.outcome = "sandbox_pay_failed"
+            return
+        if hold:
+            self.held_references.append(reference)
+        final = await self._watch_claim(c, claim_id, timeout=self.cfg.claim_ttl + 120)
+        if final == "CONFIRMED":
+            self.confirm_latency.append(time.monotonic() - paid_at)
+        c.outcome = {"CONFIRMED": "bought", "RELEASED": "released"}.get(final, f"claim_{final}")
+        if c.behaviour == "decline":
+            c.outcome = f"declined_{c.outcome}"
+
+    async def _pay_late(self, c: Customer, claim_id: str, reference: str) -> None:
+        """Pay only after the claim has expired: the success reaches a
+        released claim (re-instated if tickets are free, else a refund)."""
+        final = await self._watch_claim(c, claim_id, timeout=self.cfg.claim_ttl + 180, interval=5.0)
+        record = {"claim_id": claim_id, "reference": reference, "before": final}
+        paid_at = time.monotonic()
+        await self._sandbox_pay(reference, "success")
+        record["after"] = await self._watch_claim(
+            c, claim_id, timeout=60, interval=2.0, until=("CONFIRMED",)
+        )
+        record["seconds"] = time.monotonic() - paid_at
+        self.late_payments.append(record)
+        c.outcome = f"late_payer_{record['after'].lower()}"
+
+    async def _watch_claim(
+        self,
+        c: Customer,
+        claim_id: str,
+        *,
+        timeout: float,
+        interval: float = 2.0,
+        until: tuple[str, ...] = ("CONFIRMED", "RELEASED"),
+    ) -> str:
+        deadline = time.monotonic() + timeout
+        state = "UNKNOWN"
+        while time.monotonic() < deadline:
+            await asyncio.sleep(interval)
+            status, body = await self.buy.call(
+                "claim_get", "GET", f"/api/v1/claims/{claim_id}/", token=c.token
+            )
+            if status == 200 and isinstance(body, dict):
+                state = body.get("status", state)
+                if state in until:
+                    return state
+            interval = min(interval * 1.5, 15.0)
+        return state

@@ -1,0 +1,409 @@
+"""Faults injected in the middle of a flash sale, and how long healing took.
+
+Each scenario waits for its trigger (a share of the tickets sold), injects
+the fault, and measures the time until the system is whole again:
+
+* healthy  - ``/healthz`` answers 200 (Postgres and Redis reachable);
+* rebuilt  - Redis holds the tier counters and a waiting set the size of the
+             WAITING rows in Postgres (invariant 2);
+* moving   - a claim was created or confirmed after the fault ended (the
+             sale goes on), or the sale had already sold out.
+
+Heal time is the latest of the three, from the end of the fault. The run
+then ends with the same invariant check as a clean run.
+
+Scenarios needing process control (redis-restart, worker-kill, web-kill) need
+``--launch-stack``; against a stack started elsewhere the operator does the
+same by hand (``redis-cli shutdown nosave`` then start redis-server again;
+``kill -9`` the Celery worker's process group and start it again; ``kill -9``
+one gunicorn worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import random
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+NEEDS_STACK = {"redis-restart", "worker-kill", "web-kill"}
+NEEDS_REDIS = {"redis-flush", "redis-restart", "worker-kill"}
+FAULTS = (
+    "redis-flush",
+    "redis-restart",
+    "worker-kill",
+    "web-kill",
+    "webhooks-duplicate",
+    "webhooks-late",
+    "webhooks-out-of-order",
+    "gateway-5xx",
+)
+
+
+@dataclass
+class FaultReport:
+    name: str
+    injected_at: float = 0.0  # bench clock (seconds since the sale started)
+    ended_at: float = 0.0
+    heal: dict[str, float] = field(default_factory=dict)  # component -> seconds after ended_at
+    notes: list[str] = field(default_factory=list)
+    # Scenario-specific heal checks, measured alongside the three common ones.
+    checks: dict[str, Callable[[], Awaitable[bool]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def heal_seconds(self) -> float | None:
+        if not self.heal or any(v < 0 for v in self.heal.values()):
+            return None
+        return max(self.heal.values())
+
+
+@dataclass
+class FaultContext:
+    """What a scenario may touch. ``query`` runs SQL on the bench's own
+    Postgres connection; ``redis`` is a redis-py client (or None)."""
+
+    sale: Any  # bench.customers.Sale
+    event_id: str
+    tier_ids: list[str]
+    http_url: str
+    sandbox_url: str
+    now: Callable[[], float]
+    query: Callable[[str, list[Any]], Awaitable[list[tuple]]]
+    sold_out: asyncio.Event
+    redis: Any = None
+    stack: Any = None  # bench.stack.LocalStack when --launch-stack
+    paystack_secret: str = "sk_test_fairqueue_sandbox"  # noqa: S105 - the sandbox's public test key
+    claim_ttl: float = 600.0
+    expiry_interval: float = 30.0
+    heal_timeout: float = 180.0
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+async def _healthy(ctx: FaultContext) -> bool:
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{ctx.http_url}/healthz", timeout=aiohttp.ClientTimeout(total=30)) as r,
+        ):
+            return r.status == 200
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return False
+
+
+async def _rebuilt(ctx: FaultContext) -> bool:
+    if ctx.redis is None:
+        return True
+    tag = f"fq:{{{ctx.event_id}}}"
+    try:
+        counters = await _in_thread(
+            ctx.redis.mget, [f"{tag}:tier:{t}:available" for t in ctx.tier_ids]
+        )
+        zcard = await _in_thread(ctx.redis.zcard, f"{tag}:queue:waiting")
+    except Exception:  # Redis still down
+        return False
+    if any(v is None for v in counters):
+        return False
+    rows = await ctx.query(
+        "SELECT COUNT(*) FROM queueing_queueentry WHERE event_id = %s AND status = 'WAITING'",
+        [ctx.event_id],
+    )
+    waiting = rows[0][0]
+    return abs(zcard - waiting) <= max(5, waiting // 100)
+
+
+async def _moving(ctx: FaultContext, since_wall: float) -> bool:
+    if ctx.sold_out.is_set():
+        return True
+    rows = await ctx.query(
+        """
+        SELECT (SELECT COUNT(*) FROM claims_claim
+                WHERE event_id = %(e)s AND created_at > to_timestamp(%(t)s))
+             + (SELECT COUNT(*) FROM claims_claim
+                WHERE event_id = %(e)s AND confirmed_at > to_timestamp(%(t)s))
+        """,
+        {"e": ctx.event_id, "t": since_wall},
+    )
+    return rows[0][0] > 0
+
+
+async def measure_heal(ctx: FaultContext, report: FaultReport, *, since_wall: float) -> None:
+    """Fill report.heal with the seconds (after report.ended_at) each check
+    first held; -1 for a check that never held within heal_timeout."""
+    checks = {
+        "healthy": lambda: _healthy(ctx),
+        "rebuilt": lambda: _rebuilt(ctx),
+        "moving": lambda: _moving(ctx, since_wall),
+        **report.checks,
+    }
+    pending = dict(checks)
+    deadline = time.monotonic() + ctx.heal_timeout
+    while pending and time.monotonic() < deadline:
+        for name, check in list(pending.items()):
+            if await check():
+                report.heal[name] = round(ctx.now() - report.ended_at, 2)
+                del pending[name]
+        await asyncio.sleep(0.25)
+    for name in pending:
+        report.heal[name] = -1.0
+
+
+async def _sandbox_config(ctx: FaultContext, **config: Any) -> None:
+    url = f"{ctx.sandbox_url}/_sandbox/config"
+    async with aiohttp.ClientSession() as session, session.post(url, json=config) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"sandbox config {config} -> {resp.status}: {await resp.text()}")
+
+
+# --- the scenarios ----------------------------------------------------------------------
+
+
+async def redis_flush(ctx: FaultContext, report: FaultReport) -> None:
+    report.injected_at = ctx.now()
+    await _in_thread(ctx.redis.flushall)
+    report.ended_at = ctx.now()
+    report.notes.append("FLUSHALL: queue sets, counters, locks, Celery broker queues all gone")
+
+
+async def redis_restart(
+    ctx: FaultContext, report: FaultReport, *, down_seconds: float = 10.0
+) -> None:
+    report.injected_at = ctx.now()
+    await _in_thread(ctx.stack.redis_stop)
+    await asyncio.sleep(down_seconds)
+    await _in_thread(ctx.stack.redis_start)
+    report.ended_at = ctx.now()
+    report.notes.append(
+        f"redis-server SIGKILLed, down {down_seconds:g} s, restarted empty on the same port"
+    )
+
+
+async def worker_kill(
+    ctx: FaultContext, report: FaultReport, *, restart_after: float = 2.0
+) -> None:
+    """SIGKILL the Celery worker while an admission tick runs: the tick holds
+    the event's admission lock (a Redis key) exactly while it runs."""
+    lock = f"fq:{{{ctx.event_id}}}:queue:lock"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not await _in_thread(ctx.redis.exists, lock):
+        await asyncio.sleep(0.002)
+    mid_tick = bool(await _in_thread(ctx.redis.exists, lock))
+    report.injected_at = ctx.now()
+    pid = await _in_thread(ctx.stack.kill, "worker", signal.SIGKILL)
+    report.notes.append(
+        f"celery worker group (pid {pid}) SIGKILLed "
+        f"{'during' if mid_tick else 'outside'} an admission tick"
+    )
+    killed_ms = int(time.time() * 1000)
+    left = await _in_thread(ctx.redis.pttl, lock)
+    if left and left > 0:
+        report.notes.append(f"the killed tick left its admission lock, {left / 1000:.1f} s to live")
+    await asyncio.sleep(restart_after)
+    await _in_thread(ctx.stack.restart, "worker")
+    report.ended_at = ctx.now()
+    # Healed once an admission tick has completed again: each finished tick of
+    # an ACTIVE event pushes "<now ms>:<admitted>:<duration ms>" on this list.
+    ticks = f"fq:{{{ctx.event_id}}}:queue:ticks"
+
+    async def admission_ticking() -> bool:
+        if ctx.sold_out.is_set():
+            return True
+        newest = await _in_thread(ctx.redis.lindex, ticks, 0)
+        return bool(newest) and int(newest.split(":", 1)[0]) > killed_ms
+
+    report.checks["admission_ticking"] = admission_ticking
+
+
+# Syscalls a gunicorn sync worker waits in when it has no request.
+_IDLE_SYSCALLS = {"7", "23", "43", "232", "270", "271", "281", "288"}
+
+
+def _busy(pid: int) -> str | None:
+    """The syscall (or "running") a process is in, if that is not the idle wait."""
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    return None if call in _IDLE_SYSCALLS else call
+
+
+async def web_kill(ctx: FaultContext, report: FaultReport, *, kills: int = 3) -> None:
+    """SIGKILL a gunicorn worker while it is inside a request (not waiting
+    for one), ``kills`` times 2 s apart; the master starts replacements."""
+    report.injected_at = ctx.now()
+    for _ in range(kills):
+        deadline = time.monotonic() + 10
+        victim = state = None
+        while time.monotonic() < deadline and victim is None:
+            for pid in ctx.stack.gunicorn_workers():
+                state = _busy(pid)
+                if state is not None:
+                    victim = pid
+                    break
+            else:
+                await asyncio.sleep(0.001)
+        if victim is None:
+            report.notes.append("no gunicorn worker was busy for 10 s")
+            continue
+        os.kill(victim, signal.SIGKILL)
+        report.notes.append(f"gunicorn worker {victim} SIGKILLed inside a request ({state})")
+        await asyncio.sleep(2)
+    report.ended_at = ctx.now()
+
+
+async def webhooks_duplicate(
+    ctx: FaultContext, report: FaultReport, *, seconds: float = 30.0
+) -> None:
+    report.injected_at = ctx.now()
+    await _sandbox_config(ctx, duplicate_webhooks=3)
+    await asyncio.sleep(seconds)
+    await _sandbox_config(ctx, duplicate_webhooks=1)
+    report.ended_at = ctx.now()
+    report.notes.append(f"every webhook delivered 3 times, in parallel, for {seconds:g} s")
+
+
+async def webhooks_late(ctx: FaultContext, report: FaultReport, *, late_payers: int = 20) -> None:
+    """Webhooks delayed past the claim TTL, and customers who pay only after
+    their claim expired (the success reaches a released claim)."""
+    delay = ctx.claim_ttl + 2 * ctx.expiry_interval
+    report.injected_at = ctx.now()
+    await _sandbox_config(ctx, webhook_delay_seconds=delay)
+    ctx.sale.late_payers_left = late_payers
+    await asyncio.sleep(20)
+    await _sandbox_config(ctx, webhook_delay_seconds=0)
+    started = late_payers - ctx.sale.late_payers_left
+    ctx.sale.late_payers_left = 0
+    report.ended_at = ctx.now()
+    report.notes.append(
+        f"webhooks delayed {delay:g} s for 20 s; {started} customers paid after their claim expired"
+    )
+    # The late payers finish (claim expired, then paid) before healing is judged.
+    deadline = time.monotonic() + ctx.claim_ttl + 4 * ctx.expiry_interval + 120
+    while time.monotonic() < deadline and len(ctx.sale.late_payments) < started:
+        await asyncio.sleep(1)
+    report.ended_at = ctx.now()  # the last late success has been delivered
+    waits = sorted(r["seconds"] for r in ctx.sale.late_payments if "seconds" in r)
+    if waits:
+        report.notes.append(
+            f"late success -> claim status settled in p50 {waits[len(waits) // 2]:.1f} s, "
+            f"max {waits[-1]:.1f} s"
+        )
+    outcomes: dict[str, int] = {}
+    for record in ctx.sale.late_payments:
+        key = f"{record['before']}->{record['after']}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    report.notes.append(f"late payers, claim status before->after paying: {outcomes}")
+
+
+def _signed(ctx: FaultContext, body: dict[str, Any]) -> tuple[bytes, str]:
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return raw, hmac.new(ctx.paystack_secret.encode(), raw, hashlib.sha512).hexdigest()
+
+
+async def webhooks_out_of_order(
+    ctx: FaultContext, report: FaultReport, *, seconds: float = 20.0
+) -> None:
+    """Payments made for ``seconds`` get their webhooks held back, then
+    delivered shuffled; each success is followed by a stale, correctly signed
+    ``charge.failed`` for the same reference, which must change nothing."""
+    report.injected_at = ctx.now()
+    ctx.sale.webhook_mode = "hold"
+    await asyncio.sleep(seconds)
+    ctx.sale.webhook_mode = "normal"
+    held = list(ctx.sale.held_references)
+    ctx.sale.held_references.clear()
+    random.shuffle(held)
+    webhook_url = f"{ctx.http_url}/api/v1/webhooks/paystack/"
+    stale_answers: dict[int, int] = {}
+    async with aiohttp.ClientSession() as session:
+        for reference in held:
+            async with session.post(f"{ctx.sandbox_url}/_sandbox/webhooks/{reference}/resend") as r:
+                await r.read()
+            async with session.get(f"{ctx.sandbox_url}/_sandbox/transactions/{reference}") as r:
+                tx = (await r.json())["data"]
+            stale = {
+                "event": "charge.failed",
+                "data": {
+                    "id": tx["id"],
+                    "status": "failed",
+                    "reference": reference,
+                    "amount": tx["amount"],
+                    "currency": tx["currency"],
+                    "gateway_response": "Declined",
+                    "metadata": tx["metadata"],
+                    "customer": {"email": tx["email"]},
+                },
+            }
+            raw, signature = _signed(ctx, stale)
+            async with session.post(
+                webhook_url,
+                data=raw,
+                headers={"Content-Type": "application/json", "x-paystack-signature": signature},
+            ) as r:
+                stale_answers[r.status] = stale_answers.get(r.status, 0) + 1
+    report.ended_at = ctx.now()
+    report.notes.append(
+        f"{len(held)} payments' webhooks held {seconds:g} s then delivered shuffled, each success "
+        f"followed by a stale signed charge.failed (answers: {stale_answers})"
+    )
+
+
+async def gateway_5xx(ctx: FaultContext, report: FaultReport, *, seconds: float = 20.0) -> None:
+    report.injected_at = ctx.now()
+    await _sandbox_config(ctx, fail_next_n_with_5xx=10**9)
+    await asyncio.sleep(seconds)
+    await _sandbox_config(ctx, fail_next_n_with_5xx=0)
+    report.ended_at = ctx.now()
+    report.notes.append(f"every gateway API call answered 500 for {seconds:g} s")
+    # Payments the outage left INITIALIZING (never reached the gateway) must be
+    # initialized again (or failed) by reconciliation.
+    ended_wall = time.time()
+    stuck_sql = (
+        "SELECT COUNT(*) FROM payments_payment p JOIN claims_claim c ON c.id = p.claim_id "
+        "WHERE c.event_id = %s AND p.status = 'INITIALIZING' AND p.created_at < to_timestamp(%s)"
+    )
+    stuck = (await ctx.query(stuck_sql, [ctx.event_id, ended_wall]))[0][0]
+    report.notes.append(f"{stuck} payments left INITIALIZING by the outage")
+
+    async def initializing_cleared() -> bool:
+        return not (await ctx.query(stuck_sql, [ctx.event_id, ended_wall]))[0][0]
+
+    report.checks["initializing_cleared"] = initializing_cleared
+
+
+SCENARIOS: dict[str, Callable[[FaultContext, FaultReport], Awaitable[None]]] = {
+    "redis-flush": redis_flush,
+    "redis-restart": redis_restart,
+    "worker-kill": worker_kill,
+    "web-kill": web_kill,
+    "webhooks-duplicate": webhooks_duplicate,
+    "webhooks-late": webhooks_late,
+    "webhooks-out-of-order": webhooks_out_of_order,
+    "gateway-5xx": gateway_5xx,
+}
+
+
+async def run_fault(name: str, ctx: FaultContext, trigger: asyncio.Event) -> FaultReport:
+    report = FaultReport(name)
+    await trigger.wait()
+    try:
+        await SCENARIOS[name](ctx, report)
+    except Exception as exc:  # a failed injection is a result to report, not a crash
+        report.notes.append(f"injection failed: {type(exc).__name__}: {exc}")
+        report.ended_at = report.ended_at or ctx.now()
+        return report
+    since_wall = time.time() - (ctx.now() - report.ended_at)
+    await measure_heal(ctx, report, since_wall=since_wall)
+    return report

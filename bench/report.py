@@ -1,0 +1,142 @@
+"""The printed summary and the PNG plot of a flash-sale run."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench._common import Recorder, percentile
+
+# Endpoints shown in the latency panel (the others are in the table).
+LATENCY_PLOT = ("join", "position", "claim", "payment_create", "claim_get")
+
+
+def endpoint_table(summary: dict[str, dict]) -> str:
+    lines = [
+        f"  {'endpoint':<16}{'requests':>10}{'ok':>9}{'req/s':>9}"
+        f"{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+    ]
+    for endpoint, s in summary.items():
+        lines.append(
+            f"  {endpoint:<16}{s['count']:>10,}{s['ok']:>9,}{s['per_second']:>9.0f}"
+            f"{s['p50_ms']:>9.1f}{s['p95_ms']:>9.1f}{s['p99_ms']:>9.1f}{s['max_ms']:>9.0f}"
+        )
+    return "\n".join(lines)
+
+
+def error_table(rec: Recorder) -> str:
+    if not rec.errors:
+        return "  none"
+    rows = sorted(rec.errors.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "\n".join(
+        f"  {endpoint:<16}{status:>5}  {code:<28}{n:>8,}" for (endpoint, status, code), n in rows
+    )
+
+
+def latency_line(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    values = sorted(values)
+    return (
+        f"n={len(values):,} p50 {percentile(values, 50) * 1000:.0f} ms, "
+        f"p99 {percentile(values, 99) * 1000:.0f} ms, max {values[-1] * 1000:.0f} ms"
+    )
+
+
+def _bins(
+    rec: Recorder, width: float
+) -> tuple[list[float], dict[str, list[float]], dict[str, list]]:
+    end = max((s.t for v in rec.samples.values() for s in v), default=0.0)
+    n = int(end // width) + 1
+    counts: dict[str, list[float]] = defaultdict(lambda: [0.0] * n)
+    lats: dict[str, list[list[float]]] = defaultdict(lambda: [[] for _ in range(n)])
+    for endpoint, samples in rec.samples.items():
+        for s in samples:
+            i = int(s.t // width)
+            counts[endpoint][i] += 1 / width
+            lats[endpoint][i].append(s.latency * 1000)
+    return [i * width for i in range(n)], counts, lats
+
+
+def plot(
+    path: Path,
+    rec: Recorder,
+    timeline: list[dict[str, Any]],
+    faults: list[Any],
+    *,
+    title: str,
+    marks: dict[str, float] | None = None,
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_rate, ax_lat, ax_q) = plt.subplots(3, 1, figsize=(12, 11), sharex=True)
+    xs, counts, _ = _bins(rec, 1.0)
+    for endpoint in sorted(counts, key=lambda e: -sum(counts[e])):
+        ax_rate.plot(xs, counts[endpoint], label=endpoint, linewidth=1)
+    ax_rate.set_ylabel("requests / s")
+    ax_rate.legend(loc="upper right", fontsize=8, ncol=3)
+    ax_rate.set_title(title)
+
+    xs2, _, lats2 = _bins(rec, 2.0)
+    for endpoint in LATENCY_PLOT:
+        if endpoint not in lats2:
+            continue
+        p99 = [percentile(sorted(b), 99) if b else math.nan for b in lats2[endpoint]]
+        p50 = [percentile(sorted(b), 50) if b else math.nan for b in lats2[endpoint]]
+        (line,) = ax_lat.plot(xs2, p99, label=f"{endpoint} p99", linewidth=1)
+        ax_lat.plot(xs2, p50, linestyle=":", color=line.get_color(), linewidth=1)
+    ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("latency ms (p99 solid, p50 dotted)")
+    ax_lat.legend(loc="upper right", fontsize=8, ncol=3)
+
+    if timeline:
+        t = [p["t"] for p in timeline]
+        ax_q.plot(t, [p["waiting"] for p in timeline], label="waiting in queue", color="tab:blue")
+        ax_q.set_ylabel("customers waiting")
+        ax_sold = ax_q.twinx()
+        ax_sold.plot(
+            t, [p["sold"] for p in timeline], label="tickets sold (paid)", color="tab:green"
+        )
+        ax_sold.plot(
+            t,
+            [p["held"] for p in timeline],
+            label="tickets held (claimed + paid)",
+            color="tab:olive",
+            linestyle="--",
+        )
+        ax_sold.plot(
+            t,
+            [p["admitted"] for p in timeline],
+            label="admitted, not yet claimed",
+            color="tab:orange",
+            linewidth=1,
+        )
+        ax_sold.set_ylabel("tickets / customers")
+        handles = ax_q.get_legend_handles_labels()[0] + ax_sold.get_legend_handles_labels()[0]
+        ax_q.legend(handles=handles, loc="center right", fontsize=8)
+    ax_q.set_xlabel("seconds since the sale started")
+
+    for fault in faults:
+        for ax in (ax_rate, ax_lat, ax_q):
+            ax.axvspan(
+                fault.injected_at,
+                max(fault.ended_at, fault.injected_at + 0.5),
+                color="red",
+                alpha=0.15,
+            )
+        ax_rate.annotate(
+            fault.name, (fault.injected_at, ax_rate.get_ylim()[1] * 0.9), fontsize=8, color="red"
+        )
+    for label, when in (marks or {}).items():
+        for ax in (ax_rate, ax_lat, ax_q):
+            ax.axvline(when, color="grey", linestyle="--", linewidth=0.8)
+        ax_q.annotate(label, (when, 0), fontsize=8, color="grey", rotation=90, va="bottom")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,258 @@
+"""A small flash sale end to end, so CI guards the invariants the benchmark
+checks (bench/flashsale.py runs the big one).
+
+300 customers race for 100 tickets in two tiers through the real API
+(Django test clients, several threads at once), the real sandbox gateway
+over HTTP sending signed webhooks to a live server, and the real task
+functions driven directly instead of waiting for beat. Some customers leave
+the queue, let their admission lapse, let their claim expire or decline the
+payment. Redis is wiped in the middle of the sale. At the end the same SQL as
+the benchmark's invariant check must hold (bench/invariants.py).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+from django.db import connection
+from rest_framework.test import APIClient
+
+from bench import invariants
+from claims.tasks import claims_expire, inventory_reconcile
+from events.services import TierSpec, default_sale_window, event_activate, event_create
+from fairqueue.core.models import Customer
+from fairqueue.core.tokens import customer_token_issue
+from fairqueue.redis import get_redis
+from payments.sandbox import SandboxServer
+from payments.tasks import payments_reconcile
+from queueing.models import QueueEntry
+from queueing.tasks import admission_tick, queue_reconcile
+from tests.factories import OrganizerFactory
+
+CUSTOMERS = 300
+TIERS = [TierSpec("Regular", 500_000, 60), TierSpec("VIP", 2_000_000, 40)]
+INVENTORY = sum(t.inventory for t in TIERS)
+BATCH = 40
+WINDOW_SECONDS = 5
+CLAIM_TTL_SECONDS = 4
+THREADS = 8
+MAX_ROUNDS = 60
+
+
+def behaviour(index: int) -> str:
+    """What customer ``index`` does, fixed so a failure can be replayed."""
+    if index % 25 == 3:
+        return "abandon_queue"
+    if index % 20 == 0:
+        return "lapse_admission"
+    if index % 10 == 1:
+        return "expire_claim"
+    if index % 10 == 2:
+        return "decline"
+    return "pay"
+
+
+@pytest.fixture
+def sandbox(live_server, settings) -> Iterator[SandboxServer]:
+    """The sandbox gateway on a free port, its webhooks going to the live
+    server, the app pointed at it."""
+    server = SandboxServer(
+        port=0,
+        secret_key=settings.PAYSTACK_SECRET_KEY,
+        webhook_url=f"{live_server.url}/api/v1/webhooks/paystack/",
+    ).start()
+    settings.PAYSTACK_BASE_URL = server.url
+    settings.PAYSTACK_TIMEOUT_SECONDS = 5.0
+    settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
+    settings.CLAIM_TTL_SECONDS = CLAIM_TTL_SECONDS
+    yield server
+    server.stop()
+
+
+class Shopper:
+    """One customer's side of the API (a test client per call: thread-safe)."""
+
+    def __init__(self, index: int, customer: Customer, event_id: str, tier_ids: list[str]):
+        self.index, self.customer, self.event_id = index, customer, event_id
+        token, _ = customer_token_issue(customer_id=customer.id, email=customer.email)
+        self.auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        # Half prefer each tier; the other is the fallback when one sells out.
+        self.tiers = tier_ids if index % 2 else list(reversed(tier_ids))
+        self.behaviour = behaviour(index)
+        self.done = False
+
+    def call(self, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        client = APIClient()
+        response = getattr(client, method)(path, body, format="json", **self.auth, **headers)
+        try:
+            payload = response.json() if response.content else None
+        except ValueError:
+            payload = response.content
+        connection.close()
+        return response.status_code, payload
+
+    def join(self) -> int:
+        status, _ = self.call("post", f"/api/v1/events/{self.event_id}/queue/")
+        return status
+
+    def leave(self) -> int:
+        status, _ = self.call("delete", f"/api/v1/events/{self.event_id}/queue/")
+        self.done = True
+        return status
+
+    def take_turn(self, sandbox_url: str) -> str:
+        """Admitted: learn the token from the position endpoint, then claim
+        and pay as this customer's behaviour says."""
+        self.done = True
+        status, body = self.call("get", f"/api/v1/events/{self.event_id}/queue/position/")
+        assert status == 200, body
+        if body["status"] != "ADMITTED":
+            return f"not_admitted:{body['status']}"
+        if self.behaviour == "lapse_admission":
+            return "lapsed"
+        claim = None
+        for tier_id in self.tiers:
+            status, claim = self.call(
+                "post",
+                f"/api/v1/events/{self.event_id}/claims/",
+                {"admission_token": body["admission_token"], "tier_id": tier_id, "quantity": 1},
+                HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+            )
+            if status == 201:
+                break
+            assert status in (409, 410, 403), claim  # sold out / expired, never a 500
+            if claim["error"]["code"] != "sold_out":
+                return f"claim:{claim['error']['code']}"
+        else:
+            return "claim:sold_out"
+        if self.behaviour == "expire_claim":
+            return "claim_left_to_expire"
+        status, payment = self.call(
+            "post",
+            f"/api/v1/claims/{claim['claim_id']}/payments/",
+            {},
+            HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+        )
+        assert status == 201, payment
+        outcome = "failed" if self.behaviour == "decline" else "success"
+        answer = requests.post(
+            f"{sandbox_url}/_sandbox/pay/{payment['reference']}",
+            json={"outcome": outcome, "wait": True},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert all(w["result"] == 200 for w in answer.json()["data"]["webhooks"])
+        status, after = self.call("get", f"/api/v1/claims/{claim['claim_id']}/")
+        return f"paid:{after['status']}" if outcome == "success" else f"declined:{after['status']}"
+
+
+def upkeep() -> None:
+    """What beat would run between ticks."""
+    claims_expire()
+    payments_reconcile()
+    inventory_reconcile()
+    queue_reconcile()
+
+
+def sold(event_id: str) -> int:
+    with connection.cursor() as cur:
+        return invariants.sold_equals_inventory(cur, event_id).data["sold"]
+
+
+def waiting_order_matches(event_id: str) -> bool:
+    """The Redis waiting set holds exactly the WAITING rows, in Postgres' order."""
+    in_postgres = [
+        str(c)
+        for c in QueueEntry.objects.filter(event_id=event_id, status="WAITING")
+        .order_by("score", "customer_id")
+        .values_list("customer_id", flat=True)
+    ]
+    in_redis = get_redis().zrange(f"fq:{{{event_id}}}:queue:waiting", 0, -1)
+    return in_redis == in_postgres
+
+
+@pytest.mark.django_db(transaction=True)
+def test_small_flash_sale_with_redis_wipe_keeps_every_invariant(sandbox):
+    start, end = default_sale_window()
+    event = event_create(
+        organizer=OrganizerFactory(),
+        name="Small flash sale",
+        sale_start=start,
+        sale_end=end,
+        tiers=TIERS,
+        admission_batch_size=BATCH,
+        admission_window_seconds=WINDOW_SECONDS,
+    )
+    event_activate(event_id=event.pk)
+    event_id = str(event.pk)
+    tier_ids = [str(t) for t in event.tiers.order_by("name").values_list("id", flat=True)]
+    customers = Customer.objects.bulk_create(
+        [Customer(email=f"flash{i}@example.test") for i in range(CUSTOMERS)]
+    )
+    shoppers = [Shopper(i, c, event_id, tier_ids) for i, c in enumerate(customers)]
+    outcomes: Counter = Counter()
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        joined = Counter(pool.map(Shopper.join, shoppers))
+        assert joined == {201: CUSTOMERS}
+        leavers = [s for s in shoppers if s.behaviour == "abandon_queue"]
+        assert Counter(pool.map(Shopper.leave, leavers)) == {204: len(leavers)}
+        by_customer = {str(s.customer.id): s for s in shoppers}
+
+        wiped_at_round = None
+        for round_number in range(MAX_ROUNDS):
+            admission_tick()
+            admitted = QueueEntry.objects.filter(event_id=event_id, status="ADMITTED")
+            turn = [
+                by_customer[str(c)]
+                for c in admitted.values_list("customer_id", flat=True)
+                if not by_customer[str(c)].done
+            ]
+            outcomes.update(pool.map(lambda s: s.take_turn(sandbox.url), turn))
+            if wiped_at_round is None and sold(event_id) >= INVENTORY // 3:
+                # Mid-sale wipe (FLUSHDB: only this test's database of the
+                # Redis server; the app keeps nothing in the others).
+                get_redis().flushdb()
+                wiped_at_round = round_number
+                # The sale goes on against the empty Redis: joins of latecomers
+                # are answered from Postgres, the next tick admits from Postgres.
+                admission_tick()
+                queue_reconcile()
+                inventory_reconcile()
+                assert waiting_order_matches(event_id)
+                with connection.cursor() as cur:
+                    rebuilt = invariants.redis_matches_postgres(cur, get_redis(), event_id)
+                assert rebuilt.ok, rebuilt.detail
+            if sold(event_id) == INVENTORY:
+                break
+            time.sleep(1.0)  # windows and claim TTLs lapse in real time
+            upkeep()
+
+    assert wiped_at_round is not None
+    assert sold(event_id) == INVENTORY, outcomes
+    # Settle: lapsed admissions expire, reconciliation catches up.
+    time.sleep(WINDOW_SECONDS + 1)
+    admission_tick()
+    upkeep()
+    with connection.cursor() as cur:
+        checks = invariants.check_all(cur, event_id, redis_client=get_redis())
+        counts = invariants.status_counts(cur, event_id)
+    failed = [c.line() for c in checks if not c.ok]
+    assert not failed, "\n".join(failed)
+    assert counts["claims"]["CONFIRMED"] == INVENTORY
+    assert counts["payments"]["CONFIRMED"] == INVENTORY
+    assert "ADMITTED" not in counts["queue"]
+    # The misbehaving customers really did misbehave, and cost nobody a ticket.
+    assert outcomes["claim_left_to_expire"] >= 1
+    assert outcomes["lapsed"] >= 1
+    assert counts["claims"]["RELEASED"] >= outcomes["claim_left_to_expire"]
+    assert counts["payments"]["FAILED"] == outcomes["declined:RELEASED"] >= 1
+    assert counts["queue"]["ABANDONED"] == len(leavers)
+    assert outcomes["paid:CONFIRMED"] == INVENTORY
