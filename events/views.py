@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,7 +10,11 @@ from queueing.selectors import queue_length
 
 
 class EventListView(APIView):
-    @extend_schema(responses=EventListSerializer(many=True))
+    @extend_schema(
+        responses=inline_serializer(
+            "EventListPage", fields={"results": EventListSerializer(many=True)}
+        )
+    )
     def get(self, request: Request) -> Response:
         events = events_public()[:200]
         return Response({"results": EventListSerializer(events, many=True).data})
