@@ -30,7 +30,6 @@ import os
 import random
 import resource
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -48,6 +47,7 @@ from bench import invariants, report
 from bench._common import Api, Recorder, percentile
 from bench.customers import BEHAVIOURS, Customer, Sale, SaleConfig
 from bench.faults import FAULTS, NEEDS_REDIS, NEEDS_STACK, FaultContext, run_fault
+from bench.stack import manage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out"
@@ -154,20 +154,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --- setup -----------------------------------------------------------------------------
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, str(REPO_ROOT / "manage.py"), *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
 
 
 def setup_sale(args: argparse.Namespace, env: dict[str, str]) -> tuple[dict, list[tuple[str, str]]]:

@@ -32,26 +32,14 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 
 import requests
 
+from bench.stack import manage
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out" / "fuzz"
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"
     "response_schema_conformance"
 )
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(  # noqa: S603
-        [sys.executable, str(REPO_ROOT / "manage.py"), *args],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
 
 
 def customer_with_purchase(base: str, env: dict[str, str]) -> dict[str, str]:

@@ -28,6 +28,21 @@ from fairqueue import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, str(REPO_ROOT / "manage.py"), *args],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
 # Production mode (DEBUG off: Django keeps no query log, serves no debug
 # pages), and timings shorter than production so a sale with abandoning
 # customers finishes in minutes. Printed with the results; --stack-env
