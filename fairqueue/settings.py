@@ -50,13 +50,15 @@ INSTALLED_APPS = [
     "payments",
 ]
 
+# Django's own middleware; the four cookie ones skip /api/ (bearer tokens only),
+# see fairqueue/middleware.py.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "fairqueue.middleware.PagesCsrfViewMiddleware",
+    "fairqueue.middleware.PagesAuthenticationMiddleware",
+    "fairqueue.middleware.PagesMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
