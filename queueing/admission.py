@@ -117,7 +117,10 @@ def _redis_quietly(what: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any
 
 
 def _lock_ttl_ms() -> int:
-    return int(max(30.0, settings.ADMISSION_INTERVAL_SECONDS * 6) * 1000)
+    """Short: a tick takes well under a second, and the event row lock makes
+    an overlap harmless, so the lock only needs to outlive one tick. Its TTL
+    is how long a worker killed mid-tick stops admission of that event."""
+    return int(max(5.0, settings.ADMISSION_INTERVAL_SECONDS * 2) * 1000)
 
 
 def _ms(dt: datetime) -> int:
