@@ -14,7 +14,7 @@ from django.db.models import Sum
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
 from events.models import Ticket, TicketTier
-from fairqueue.errors import NotFound
+from fairqueue.errors import Conflict, NotFound
 
 
 def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
@@ -23,6 +23,23 @@ def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
     if claim is None:
         raise NotFound("No such claim.", code="claim_not_found")
     return claim
+
+
+def already_claimed(*, event_id: object, customer_id: object) -> Conflict:
+    """The already_claimed error, naming the claim that holds the tickets, so
+    a customer who lost its id (a reload, an answer lost to a dropped
+    connection) can find it again with ``GET claims/{id}/``."""
+    held = (
+        Claim.objects.filter(
+            event_id=event_id, customer_id=customer_id, status__in=HOLDING_STATUSES
+        )
+        .values_list("id", "status")
+        .first()
+    )
+    details = {"claim_id": str(held[0]), "claim_status": held[1]} if held else {}
+    return Conflict(
+        "You already hold tickets for this event.", code="already_claimed", details=details
+    )
 
 
 def customer_holds_purchase(*, event_id: object, customer_id: object) -> bool:

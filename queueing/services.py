@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from claims.domain import HOLDING_STATUSES
 from claims.models import Claim
+from claims.selectors import already_claimed
 from events.domain import in_prequeue, is_on_sale
 from fairqueue.broadcast import customer_group
 from fairqueue.errors import Conflict, Forbidden, InvalidTransition, NotFound, Unauthenticated
@@ -146,7 +147,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         event_snapshot_forget(event.id)  # the event was deleted under the cache
         raise NotFound("No such event.", code="event_not_found") from exc
     if not inserted:
-        raise Conflict("You already hold tickets for this event.", code="already_claimed")
+        raise already_claimed(event_id=event.id, customer_id=customer_id)
 
     try:
         answer = queue_store().join(event_id=event.id, customer_id=customer_id, score=score)

@@ -18,6 +18,7 @@ from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import (
     TierSnapshot,
+    already_claimed,
     customer_holds_purchase,
     event_has_free_ticket,
     tier_free_tickets,
@@ -49,10 +50,6 @@ CACHE_MISS, NOT_ENOUGH, LOCKED = -1, -2, -3
 # last reservations, as long as fewer claims than this are in flight at once.
 # (With Redis inflated, reconciliation flips the status instead.)
 SOLD_OUT_CHECK_BELOW = 64
-
-
-def already_claimed() -> Conflict:
-    return Conflict("You already hold tickets for this event.", code="already_claimed")
 
 
 def claim_create(
@@ -92,7 +89,7 @@ def claim_create(
         if exc.code == "admission_expired" and customer_holds_purchase(
             event_id=tier.event_id, customer_id=customer_id
         ):
-            raise already_claimed() from exc
+            raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
         raise
 
     # One round trip takes the (event, customer) lock and reserves the
@@ -112,7 +109,7 @@ def claim_create(
         raise Busy("Claims are briefly unavailable; retry shortly.") from exc
     if left == LOCKED:
         if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
-            raise already_claimed()
+            raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
         raise Conflict(
             "A claim of yours for this event is being processed.",
             code="claim_in_progress",
@@ -235,7 +232,7 @@ def _claim_insert(
                 raise Forbidden("The admission has expired.", code="admission_expired")
     except IntegrityError as exc:
         if is_one_purchase_violation(exc):
-            raise already_claimed() from exc
+            raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
         raise
     except ShortOfTickets:
         # Unheld rows that claims in flight have locked come back if those

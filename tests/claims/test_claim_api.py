@@ -127,11 +127,14 @@ def test_admission_lapsing_inside_the_transaction_rolls_everything_back(api, tie
     assert in_flight(tier) == []
 
 
-def test_a_second_claim_is_409_already_claimed(api, tier, buyer):
-    assert claim(api, tier, buyer).status_code == 201
+def test_a_second_claim_is_409_already_claimed_and_names_the_first(api, tier, buyer):
+    first = claim(api, tier, buyer)
+    assert first.status_code == 201
     response = claim(api, tier, buyer)
     assert response.status_code == 409
-    assert response.json()["error"]["code"] == "already_claimed"
+    error = response.json()["error"]
+    assert error["code"] == "already_claimed"
+    assert error["details"] == {"claim_id": first.json()["claim_id"], "claim_status": "CLAIMED"}
     assert Claim.objects.count() == 1
     assert counter(tier) == 9
 

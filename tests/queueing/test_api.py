@@ -82,7 +82,7 @@ def test_join_twice_is_409_already_in_queue_and_writes_nothing(api, event):
 def test_join_with_a_claim_is_409_already_claimed(api, event):
     customer = CustomerFactory()
     tier = event.tiers.get()
-    Claim.objects.create(
+    held = Claim.objects.create(
         event=event,
         tier=tier,
         customer=customer,
@@ -94,7 +94,9 @@ def test_join_with_a_claim_is_409_already_claimed(api, event):
     )
     response = post_join(api, event, customer)
     assert response.status_code == 409
-    assert response.json()["error"]["code"] == "already_claimed"
+    error = response.json()["error"]
+    assert error["code"] == "already_claimed"
+    assert error["details"] == {"claim_id": str(held.id), "claim_status": "CONFIRMED"}
     assert not QueueEntry.objects.filter(customer=customer).exists()
     assert queue_store().r.zcard(queue_store().waiting_key(event.id)) == 0
 

@@ -349,7 +349,7 @@
       if (r.ok) { applyPosition(r.data); return; }
       var code = r.error.code;
       if (code === "already_in_queue") { refreshPosition(); return; }
-      if (code === "already_claimed") { alreadyHolding(); return; }
+      if (code === "already_claimed") { alreadyHolding(r.error); return; }
       if (r.status === 401) { show("signin"); setError("Please sign in again."); return; }
       setError(errorText(r));
     });
@@ -389,8 +389,11 @@
     });
   }
 
-  /* The API says this customer holds tickets for the event already. */
-  function alreadyHolding() {
+  /* The API says this customer holds tickets for the event already, and
+     names the claim (this tab may never have seen it: another tab, a lost answer). */
+  function alreadyHolding(error) {
+    var named = error && error.details && error.details.claim_id;
+    if (named) FQ.store.set(keyFor("claim"), named);
     var claimId = FQ.store.get(keyFor("claim"));
     var shown = claimId ? loadClaim(claimId) : Promise.resolve(false);
     shown.then(function (isShown) {
@@ -487,7 +490,7 @@
       if (code === "admission_expired" || code === "admission_invalid") {
         done(r.error.message + " You can join the queue again.", { rejoin: true });
       } else if (code === "already_claimed") {
-        alreadyHolding();
+        alreadyHolding(r.error);
       } else if (code === "sold_out") {
         setError("Those tickets just sold out. Choose another tier if one is left.");
         refreshEvent();
