@@ -39,6 +39,7 @@ def _beat_schedule() -> dict:
             "task": "payments.tasks.payments_reconcile",
             "schedule": every["reconcile"],
         },
+        "records-purge": {"task": "fairqueue.core.tasks.records_purge", "schedule": 3600.0},
     }
 
 

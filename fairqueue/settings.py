@@ -154,6 +154,10 @@ CUSTOMER_TOKEN_TTL = timedelta(hours=env.int("CUSTOMER_TOKEN_TTL_HOURS", default
 OTP_TTL = timedelta(minutes=env.int("OTP_TTL_MINUTES", default=10))
 OTP_MAX_ATTEMPTS = env.int("OTP_MAX_ATTEMPTS", default=5)
 OTP_RESEND_SECONDS = env.int("OTP_RESEND_SECONDS", default=60)
+# How long spent one-time codes and stored Idempotency-Key answers are kept
+# (purged hourly by the beat task fairqueue.core.tasks.records_purge).
+OTP_CODE_RETENTION_HOURS = env.int("OTP_CODE_RETENTION_HOURS", default=24)
+IDEMPOTENCY_KEY_RETENTION_HOURS = env.int("IDEMPOTENCY_KEY_RETENTION_HOURS", default=24)
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="FairQueue <tickets@fairqueue.local>")
 
