@@ -96,6 +96,7 @@ class EventKind(StrEnum):
     VERIFY_RESULT = "verify_result"
     VERIFY_ERROR = "verify_error"
     WEBHOOK_RECEIVED = "webhook_received"
+    WEBHOOK_DUPLICATE = "webhook_duplicate"  # a delivery already processed: logged, no effect
     STATE_CHANGE = "state_change"
     FLAGGED = "flagged"
     STAFF_ACTION = "staff_action"

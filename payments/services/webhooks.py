@@ -77,15 +77,20 @@ def _apply(
                     gateway_transaction_id=str(data.get("id") or "")[:64],
                 )
         except IntegrityError:
-            logger.info("paystack webhook %s %s already processed", event, reference)
-            return WebhookOutcome.DUPLICATE
+            duplicate = True
+        else:
+            duplicate = False
+        # Every delivery is in the log, a repeated one too (it changes nothing else).
         payment_log(
             payment=payment,
-            kind=EventKind.WEBHOOK_RECEIVED,
+            kind=EventKind.WEBHOOK_DUPLICATE if duplicate else EventKind.WEBHOOK_RECEIVED,
             actor="gateway",
             data=payload,
             raw_body=body.decode("utf-8", errors="replace"),
         )
+        if duplicate:
+            logger.info("paystack webhook %s %s already processed", event, reference)
+            return WebhookOutcome.DUPLICATE
         if event == "charge.success":
             apply_success(
                 payment=payment,

@@ -115,7 +115,10 @@ def test_same_webhook_again_is_already_processed(api, client, sandbox):
 
     assert again.status_code == 200
     assert again.json() == {"status": "duplicate"}
-    assert PaymentEvent.objects.count() == events_after_first
+    assert PaymentEvent.objects.count() == events_after_first + 1
+    logged = PaymentEvent.objects.order_by("-id").first()
+    assert (logged.kind, logged.payment_id) == ("webhook_duplicate", payment.id)
+    assert logged.from_status == logged.to_status == ""
     assert reload(payment).status == "CONFIRMED"
 
 
@@ -135,6 +138,7 @@ def test_same_webhook_ten_times_in_parallel_confirms_once(api, sandbox):
     assert payment.status == "CONFIRMED"
     assert transitions(payment) == [("INITIALIZING", "PENDING"), ("PENDING", "CONFIRMED")]
     assert payment.events.filter(kind="webhook_received").count() == 1
+    assert payment.events.filter(kind="webhook_duplicate").count() == 9
     assert WebhookReceipt.objects.count() == 1
     assert reload(payment.claim).status == ClaimStatus.CONFIRMED
 
