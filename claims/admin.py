@@ -1,6 +1,7 @@
 """Claims in the admin: read-only, for staff granted ``claims.view_claim``
 (superusers included). A user who belongs to an organizer sees the claims of
-that organizer's events only; staff outside any organizer see all. Nothing
+that organizer's events only; platform staff (in no organizer) see all
+(fairqueue/adminscope.py). Nothing
 is changed from here: claims move only through the claims services."""
 
 from django.contrib import admin
@@ -8,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from claims.models import Claim
+from fairqueue.adminscope import organizer_scope
 
 
 @admin.register(Claim)
@@ -35,13 +37,7 @@ class ClaimAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Claim._meta.fields]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Claim]:
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        organizer_ids = list(request.user.organizers.values_list("id", flat=True))
-        if organizer_ids:
-            return qs.filter(event__organizer_id__in=organizer_ids)
-        return qs
+        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -5,7 +5,8 @@ it anyway).
 
 Viewing needs ``payments.view_payment``; the actions need
 ``payments.change_payment`` (superusers have both). A user who belongs to an
-organizer sees the payments of that organizer's events only.
+organizer sees the payments of that organizer's events only, platform staff
+all (fairqueue/adminscope.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+from fairqueue.adminscope import organizer_scope
 from fairqueue.errors import AppError
 from payments.domain import PaymentStatus
 from payments.models import Payment, PaymentEvent, WebhookReceipt
@@ -69,15 +71,6 @@ class PaymentEventInline(ReadOnlyMixin, admin.TabularInline):
     show_change_link = False
 
 
-def _organizer_scope(request: HttpRequest, qs: QuerySet, path: str) -> QuerySet:
-    if request.user.is_superuser:
-        return qs
-    organizer_ids = list(request.user.organizers.values_list("id", flat=True))
-    if organizer_ids:
-        return qs.filter(**{f"{path}__in": organizer_ids})
-    return qs
-
-
 @admin.register(Payment)
 class PaymentAdmin(admin.ModelAdmin):
     list_display = (
@@ -103,9 +96,7 @@ class PaymentAdmin(admin.ModelAdmin):
     actions = ["verify_with_gateway", "fail_and_release", "mark_refunded"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
-        return _organizer_scope(
-            request, super().get_queryset(request), "claim__event__organizer_id"
-        )
+        return organizer_scope(request, super().get_queryset(request), "claim__event__organizer_id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -170,7 +161,7 @@ class PaymentEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
     readonly_fields = [f.name for f in PaymentEvent._meta.fields]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
-        return _organizer_scope(
+        return organizer_scope(
             request, super().get_queryset(request), "payment__claim__event__organizer_id"
         )
 

@@ -1,12 +1,13 @@
 """Queue entries in the admin: read-only, for staff granted
 ``queueing.view_queueentry`` (superusers included). Organizer users see the
-entries of their own events only. Nothing is changed from here: entries move
-only through the queue services."""
+entries of their own events only, platform staff all (fairqueue/adminscope.py).
+Nothing is changed from here: entries move only through the queue services."""
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from fairqueue.adminscope import organizer_scope
 from queueing.models import QueueEntry
 
 
@@ -31,10 +32,7 @@ class QueueEntryAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in QueueEntry._meta.fields]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[QueueEntry]:
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(event__organizer__members=request.user)
+        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
