@@ -3,13 +3,20 @@
     python bench/fuzz.py --launch-stack
     DATABASE_URL=... python bench/fuzz.py --url http://127.0.0.1:8000
 
-Checks: no 5xx (``not_a_server_error``), every status code and content type
-documented, every response body valid against the schema. Two passes:
+Checks: no 5xx (``not_a_server_error``), every status code, content type
+and response header documented, every response body valid against the
+schema, operations that need a token refuse requests without one
+(``ignored_auth``), an undocumented method is a 405 with an ``Allow`` header
+that tells the truth. Two passes:
 
 1. path parameters bound to real resources of one customer (an event it is
    admitted to, its claim, its payment), so generated bodies reach the code
    behind the existence checks;
 2. path parameters generated too (unknown ids, malformed values).
+
+A launched stack gets sign-in rate limits far above the fuzzer's pace, so the
+sign-in code behind the throttle is fuzzed too (a 429 is still checked
+against the schema whenever one comes).
 
 Requests carry that customer's bearer token (schemathesis also sends
 requests without it). Reports (JUnit XML) go to bench/out/fuzz/.
@@ -38,8 +45,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out" / "fuzz"
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"
-    "response_schema_conformance"
+    "response_schema_conformance,response_headers_conformance,ignored_auth,"
+    "unsupported_method,allow_header_conformance,missing_required_header"
 )
+
+# For --launch-stack: the sign-in throttles (10 and 30 per hour per client)
+# would answer nearly every generated sign-in request with 429.
+FUZZ_STACK_ENV = {
+    "THROTTLE_OTP_REQUEST": "100000/hour",
+    "THROTTLE_OTP_VERIFY": "100000/hour",
+}
 
 
 def customer_with_purchase(base: str, env: dict[str, str]) -> dict[str, str]:
@@ -171,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.launch_stack:
             from bench.stack import LocalStack
 
-            stack = LocalStack(OUT_DIR / "stack")
+            stack = LocalStack(OUT_DIR / "stack", env_overrides=FUZZ_STACK_ENV)
             print("starting the stack ...", flush=True)
             stack.start()
             env, base = stack.env, stack.http_url

@@ -2,8 +2,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from claims.domain import ReleaseReason
 from claims.models import Claim
 from fairqueue.api import StrictSerializer
+from fairqueue.states import choices
 
 
 class ClaimCreateSerializer(StrictSerializer):
@@ -40,8 +42,21 @@ class ClaimSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ReleaseReasonField(serializers.ChoiceField):
+    """The model keeps "" for a claim that is not released; the API says null."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=choices(ReleaseReason), allow_null=True, **kwargs)
+
+    def to_representation(self, value: str) -> str | None:
+        return value or None
+
+
 class ClaimDetailSerializer(ClaimSerializer):
     event_id = serializers.UUIDField(read_only=True)
+    release_reason = ReleaseReasonField(
+        read_only=True, help_text="Why the claim was released; null while it is not."
+    )
 
     class Meta(ClaimSerializer.Meta):
         fields = [

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,24 +14,37 @@ from claims.serializers import (
 )
 from claims.services import claim_create, claim_release
 from fairqueue.api import IsCustomer, customer_of, parse
-from fairqueue.idempotency import HEADER, idempotent
-
-_IDEMPOTENCY_HEADER = OpenApiParameter(
-    HEADER,
-    str,
-    OpenApiParameter.HEADER,
-    required=False,
-    description="Same key and body: the same answer; same key, other body: 422.",
-)
+from fairqueue.idempotency import idempotent
+from fairqueue.schema import IDEMPOTENCY_KEY, error
 
 
 class EventClaimCreateView(APIView):
     permission_classes = [IsCustomer]
 
     @extend_schema(
+        operation_id="claim_create",
+        summary="Claim tickets with an admission token",
         request=ClaimCreateSerializer,
-        responses={201: ClaimSerializer},
-        parameters=[_IDEMPOTENCY_HEADER],
+        responses={
+            201: ClaimSerializer,
+            401: error(
+                "not_authenticated, invalid_token or token_expired: no valid customer token; "
+                "or invalid_token: the admission token is not valid."
+            ),
+            403: error("admission_invalid (another event or customer), admission_expired."),
+            404: error("event_not_found"),
+            409: error(
+                "event_not_on_sale, already_claimed, claim_in_progress; or "
+                "idempotency_in_progress (see the Retry-After header)."
+            ),
+            410: error("sold_out"),
+            422: error(
+                "validation_error, invalid_quantity, tier_not_found, "
+                "invalid_idempotency_key or idempotency_mismatch."
+            ),
+            503: error("busy: tickets are briefly unavailable; retry after Retry-After."),
+        },
+        parameters=[IDEMPOTENCY_KEY],
     )
     @idempotent("claims.create")
     def post(self, request: Request, event_id: str) -> Response:
@@ -49,12 +62,23 @@ class EventClaimCreateView(APIView):
 class ClaimDetailView(APIView):
     permission_classes = [IsCustomer]
 
-    @extend_schema(responses=ClaimDetailSerializer)
+    @extend_schema(
+        operation_id="claim_detail",
+        responses={200: ClaimDetailSerializer, 404: error("claim_not_found")},
+    )
     def get(self, request: Request, claim_id: str) -> Response:
         claim = claim_get_for_customer(claim_id=claim_id, customer_id=customer_of(request).id)
         return Response(ClaimDetailSerializer(claim).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        operation_id="claim_release",
+        summary="Give a claim's tickets back",
+        responses={
+            204: None,
+            404: error("claim_not_found"),
+            409: error("invalid_transition: only a CLAIMED claim can be released."),
+        },
+    )
     def delete(self, request: Request, claim_id: str) -> Response:
         claim_release(
             claim_id=claim_id, reason=ReleaseReason.CUSTOMER, customer_id=customer_of(request).id

@@ -6,14 +6,16 @@ from rest_framework.views import APIView
 from events.inventory import available_tickets
 from events.selectors import event_public_get, events_public
 from events.serializers import EventDetailSerializer, EventListSerializer
+from fairqueue.schema import error
 from queueing.selectors import queue_length
 
 
 class EventListView(APIView):
     @extend_schema(
+        operation_id="event_list",
         responses=inline_serializer(
             "EventListPage", fields={"results": EventListSerializer(many=True)}
-        )
+        ),
     )
     def get(self, request: Request) -> Response:
         events = events_public()[:200]
@@ -21,7 +23,10 @@ class EventListView(APIView):
 
 
 class EventDetailView(APIView):
-    @extend_schema(responses=EventDetailSerializer)
+    @extend_schema(
+        operation_id="event_detail",
+        responses={200: EventDetailSerializer, 404: error("event_not_found")},
+    )
     def get(self, request: Request, event_id: str) -> Response:
         event = event_public_get(event_id=event_id)
         context = {

@@ -27,6 +27,12 @@ class StrictSerializer(serializers.Serializer):
 
 
 def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """``data`` is ``request.data``: ``{}`` when the request has no body,
+    else whatever JSON value was sent. Anything but an object (``null``, a
+    list, a number, ...) is refused here, so no view can take a falsy value
+    for "no body"."""
+    if not isinstance(data, dict):
+        raise InvalidInput("The request body must be a JSON object.")
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data

@@ -208,6 +208,17 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Each status field's choices under its own name (they all share "status").
+    "ENUM_NAME_OVERRIDES": {
+        "EventStatusEnum": "fairqueue.schema.EVENT_STATUS_CHOICES",
+        "ClaimStatusEnum": "fairqueue.schema.CLAIM_STATUS_CHOICES",
+        "PaymentStatusEnum": "fairqueue.schema.PAYMENT_STATUS_CHOICES",
+    },
+    # The error answers every operation can give (401, 404, 400/413/415/422, ...).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "fairqueue.schema.document_error_answers",
+    ],
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=64 * 1024)
 

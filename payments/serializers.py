@@ -3,16 +3,27 @@
 from rest_framework import serializers
 
 from fairqueue.api import StrictSerializer
+from fairqueue.states import choices
+from payments.domain import PaymentStatus
 
 
 class PaymentCreateIn(StrictSerializer):
     """The body is empty: everything comes from the claim."""
 
 
+# The body is optional; when sent it is an empty JSON object. (drf-spectacular
+# leaves a serializer without fields out of the schema, so it is spelt here.)
+PAYMENT_CREATE_BODY = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Optional, and empty when sent: everything comes from the claim.",
+}
+
+
 class PaymentOut(serializers.Serializer):
     payment_id = serializers.UUIDField(source="id")
     claim_id = serializers.UUIDField()
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=choices(PaymentStatus))
     reference = serializers.CharField()
     authorization_url = serializers.SerializerMethodField()
     amount = serializers.IntegerField()

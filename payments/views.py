@@ -4,23 +4,19 @@ service, shape the answer."""
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fairqueue.api import IsCustomer, customer_of, parse
-from fairqueue.core.serializers import ErrorEnvelopeSerializer
 from fairqueue.errors import AppError, json_error
-from fairqueue.idempotency import HEADER, idempotent
+from fairqueue.idempotency import idempotent
+from fairqueue.schema import IDEMPOTENCY_KEY, error
 from payments.selectors import payment_get_for_customer
-from payments.serializers import PaymentCreateIn, PaymentOut
+from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut
 from payments.services import payment_initialize, payment_webhook_receive
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
 
 
 class ClaimPaymentView(APIView):
@@ -29,30 +25,28 @@ class ClaimPaymentView(APIView):
     @extend_schema(
         operation_id="claim_payment_create",
         summary="Start paying for a claim (or get its live payment)",
-        request=None,
-        parameters=[
-            OpenApiParameter(
-                HEADER,
-                str,
-                OpenApiParameter.HEADER,
-                required=False,
-                description="Same key and body: the same answer; same key, other body: 422.",
-            )
-        ],
+        request={"application/json": PAYMENT_CREATE_BODY},
+        parameters=[IDEMPOTENCY_KEY],
         responses={
             201: PaymentOut,
             200: OpenApiResponse(PaymentOut, description="The claim's live payment, unchanged."),
-            404: _error("claim_not_found"),
-            409: _error("already_paid, claim_not_payable (released)"),
-            410: _error("claim_expired"),
-            422: _error("idempotency_mismatch, validation_error"),
-            502: _error("payment_refused: the gateway refused; the claim was released."),
-            503: _error("gateway_unavailable: retry after Retry-After."),
+            404: error("claim_not_found"),
+            409: error(
+                "already_paid, claim_not_payable (the claim was released); or "
+                "idempotency_in_progress (see the Retry-After header)."
+            ),
+            410: error("claim_expired"),
+            422: error(
+                "validation_error (the body is not an empty object), "
+                "invalid_idempotency_key or idempotency_mismatch."
+            ),
+            502: error("payment_refused: the gateway refused; the claim was released."),
+            503: error("gateway_unavailable or busy: retry after Retry-After."),
         },
     )
     @idempotent("payments.create")
     def post(self, request: Request, claim_id: str) -> Response:
-        parse(PaymentCreateIn, request.data or {})
+        parse(PaymentCreateIn, request.data)  # no body: {}
         start = payment_initialize(claim_id=claim_id, customer_id=customer_of(request).id)
         return Response(
             PaymentOut(start.payment).data,
@@ -65,7 +59,7 @@ class PaymentDetailView(APIView):
 
     @extend_schema(
         operation_id="payment_detail",
-        responses={200: PaymentOut, 404: _error("payment_not_found")},
+        responses={200: PaymentOut, 404: error("payment_not_found")},
     )
     def get(self, request: Request, payment_id: str) -> Response:
         payment = payment_get_for_customer(

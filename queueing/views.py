@@ -10,14 +10,14 @@ for the schema."""
 import json
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fairqueue.api import IsCustomer, customer_of
-from fairqueue.core.serializers import ErrorEnvelopeSerializer
+from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
     QueuePositionSerializer,
@@ -25,10 +25,6 @@ from queueing.serializers import (
     position_body,
 )
 from queueing.services import queue_abandon, queue_join, queue_position
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -53,9 +49,9 @@ class QueueView(HotPathView):
         request=None,
         responses={
             201: QueueJoinedSerializer,
-            401: _error("not_authenticated / invalid_token"),
-            404: _error("event_not_found"),
-            409: _error("already_in_queue, already_claimed or event_not_on_sale"),
+            401: error("not_authenticated / invalid_token"),
+            404: error("event_not_found"),
+            409: error("already_in_queue, already_claimed or event_not_on_sale"),
         },
     )
     def post(self, request: Request, event_id: str) -> Response:
@@ -67,8 +63,8 @@ class QueueView(HotPathView):
         summary="Give up a waiting place",
         responses={
             204: None,
-            404: _error("event_not_found or not_in_queue"),
-            409: _error("invalid_transition: only a WAITING place can be given up"),
+            404: error("event_not_found or not_in_queue"),
+            409: error("invalid_transition: only a WAITING place can be given up"),
         },
     )
     def delete(self, request: Request, event_id: str) -> Response:
@@ -82,7 +78,7 @@ class QueuePositionView(HotPathView):
         summary="Where am I in the line (and my admission token once admitted)",
         responses={
             200: QueuePositionSerializer,
-            404: _error("event_not_found or not_in_queue"),
+            404: error("event_not_found or not_in_queue"),
         },
     )
     def get(self, request: Request, event_id: str) -> Response:

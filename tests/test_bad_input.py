@@ -1,10 +1,12 @@
 """Bad input on every endpoint: wrong or missing tokens, tokens of the wrong
 kind, oversized bodies, wrong content types, malformed JSON. The answer is
-always a 4xx with the error envelope, never a 500, and nothing is written.
+always a 4xx with the error envelope, one the OpenAPI schema documents for
+that operation, never a 500, and nothing is written.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -135,6 +137,22 @@ def snapshot() -> dict[str, object]:
     }
 
 
+@functools.cache
+def documented_statuses() -> dict[tuple[str, str], set[int]]:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {
+        (method, path): {int(status) for status in operation["responses"]}
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+    }
+
+
+def assert_documented(method: str, template: str, response) -> None:
+    """The answer's status is one the schema documents for the operation."""
+    documented = documented_statuses()[method.lower(), template]
+    assert response.status_code in documented, (method, template, response.status_code)
+
+
 def assert_envelope(response, statuses: tuple[int, ...]) -> str:
     assert response.status_code in statuses, (response.status_code, response.content[:300])
     body = response.json()
@@ -206,6 +224,7 @@ def test_wrong_tokens_are_401_and_change_nothing(api, world, method, template):
         response = getattr(client, method)(world.path(template), body, format="json", **extra)
         code = assert_envelope(response, (401, 403))
         assert code in codes, (name, code)
+        assert_documented(method, template, response)
     assert snapshot() == before
 
 
@@ -291,6 +310,8 @@ def test_oversized_body_is_refused_without_a_500(world, template):
         **(_signed(raw) if template == WEBHOOK else {}),
     )
     assert_envelope(response, (400, 413))
+    if template != WEBHOOK:  # not in the schema
+        assert_documented("post", template, response)
     assert snapshot() == before
 
 
@@ -310,6 +331,7 @@ def test_wrong_content_type_is_415(world, template, content_type, raw):
         "POST", world.path(template), raw, content_type=content_type, **_bearer(world.token)
     )
     assert assert_envelope(response, (415,)) == "unsupported_media_type"
+    assert_documented("post", template, response)
     assert snapshot() == before
 
 
@@ -320,25 +342,43 @@ def test_wrong_content_type_is_415(world, template, content_type, raw):
         (b'{"quantity": ', (400,)),  # truncated
         (b"{'quantity': 1}", (400,)),  # not JSON
         (b"\xff\xfe\x00garbage", (400,)),  # not UTF-8
-        (b"[1, 2, 3]", (400, 422)),  # JSON, not an object
-        (b'"a string"', (400, 422)),
-        (b"null", (400, 422)),
+        # JSON, but not an object: refused on every endpoint, the payment's
+        # optional body too (its empty values are not "no body").
+        (b"[1, 2, 3]", (422,)),
+        (b'"a string"', (422,)),
+        (b"null", (422,)),
+        (b"[]", (422,)),
+        (b"0", (422,)),
+        (b"false", (422,)),
+        (b'""', (422,)),
         (b'{"quantity": 1e999, "tier_id": {"$gt": ""}, "admission_token": [null]}', (400, 422)),
     ],
 )
 def test_malformed_json_is_4xx_and_changes_nothing(world, template, raw, statuses):
-    if template.endswith("/payments/") and raw == b"null":
-        # The payment body is optional: JSON null is "no options", and the
-        # claim's live payment comes back unchanged.
-        statuses = (200,)
     before = snapshot()
     response = APIClient().generic(
         "POST", world.path(template), raw, content_type="application/json", **_bearer(world.token)
     )
-    if statuses == (200,):
-        assert response.json()["payment_id"] == str(world.payment.pk)
-    else:
-        assert_envelope(response, statuses)
+    assert_envelope(response, statuses)
+    assert_documented("post", template, response)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(("raw", "content_type"), [(b"", None), (b"{}", "application/json")])
+def test_the_payment_body_is_optional_and_empty(world, raw, content_type):
+    """The control for the non-object bodies above: no body, or an empty
+    object, gives the claim's live payment back unchanged."""
+    before = snapshot()
+    extra = {"content_type": content_type} if content_type else {}
+    response = APIClient().generic(
+        "POST",
+        world.path("/api/v1/claims/{claim_id}/payments/"),
+        raw,
+        **extra,
+        **_bearer(world.token),
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["payment_id"] == str(world.payment.pk)
     assert snapshot() == before
 
 
@@ -360,6 +400,7 @@ def test_nul_characters_with_an_idempotency_key_are_422_not_500(world, template)
             **_bearer(world.token),
         )
         assert assert_envelope(response, (422,)) == "validation_error"
+        assert_documented("post", template, response)
     assert snapshot() == before
 
 
@@ -395,3 +436,46 @@ def test_unknown_resources_are_404_envelopes(world, method, path):
     response = getattr(client, method)(path, {}, format="json", **_bearer(world.token))
     assert_envelope(response, (404,))
     assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "template", ["/api/v1/events/{event_id}/claims/", "/api/v1/claims/{claim_id}/payments/"]
+)
+@pytest.mark.parametrize("key", [" ", "x" * 256, "caf\u00e9".encode().decode("latin-1")])
+def test_a_bad_idempotency_key_is_422_as_documented(world, template, key):
+    before = snapshot()
+    response = APIClient().generic(
+        "POST",
+        world.path(template),
+        b"{}",
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY=key,
+        **_bearer(world.token),
+    )
+    assert assert_envelope(response, (422,)) == "invalid_idempotency_key"
+    assert_documented("post", template, response)
+    assert snapshot() == before
+
+
+def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world):
+    """Each operation of the schema with a path parameter, with an unknown id."""
+    unknown = uuid.uuid4()
+    probed = 0
+    for (method, template), _ in sorted(documented_statuses().items()):
+        if "{" not in template:
+            continue
+        before = snapshot()
+        path = template.format(event_id=unknown, claim_id=unknown, payment_id=unknown)
+        body = {}  # a valid one, so only the id is wrong
+        if template.endswith("/claims/"):
+            body = {
+                "admission_token": world.admission_token,
+                "tier_id": world.tier_id,
+                "quantity": 1,
+            }
+        response = getattr(APIClient(), method)(path, body, format="json", **_bearer(world.token))
+        assert assert_envelope(response, (404,)).endswith("not_found"), (method, template)
+        assert_documented(method, template, response)
+        assert snapshot() == before
+        probed += 1
+    assert probed == 9

@@ -1,11 +1,10 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fairqueue.api import IsCustomer, customer_of, parse
 from fairqueue.core.serializers import (
-    ErrorEnvelopeSerializer,
     MeSerializer,
     OtpRequestSerializer,
     OtpSentSerializer,
@@ -14,10 +13,7 @@ from fairqueue.core.serializers import (
 )
 from fairqueue.core.services import otp_request, otp_verify
 from fairqueue.core.throttling import FailOpenScopedRateThrottle
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
+from fairqueue.schema import error
 
 
 class OtpRequestView(APIView):
@@ -32,13 +28,13 @@ class OtpRequestView(APIView):
         request=OtpRequestSerializer,
         responses={
             202: OtpSentSerializer,
-            400: _error("malformed_request: the body is not JSON."),
-            422: _error("validation_error: not an email address, or unknown fields."),
-            429: _error(
+            400: error("malformed_request: the body is not JSON."),
+            422: error("validation_error: not an email address, or unknown fields."),
+            429: error(
                 "otp_resend_too_soon (a code was just sent to this address) or rate_limited; "
                 "see the Retry-After header."
             ),
-            503: _error("email_unavailable: the code could not be sent; retry."),
+            503: error("email_unavailable: the code could not be sent; retry."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -59,10 +55,10 @@ class OtpVerifyView(APIView):
         request=OtpVerifySerializer,
         responses={
             200: SignInSerializer,
-            400: _error("otp_invalid (details.attempts_left), otp_expired, or malformed_request."),
-            403: _error("otp_locked: too many wrong codes; ask for a new one."),
-            422: _error("validation_error: bad email or code format, or unknown fields."),
-            429: _error("rate_limited; see the Retry-After header."),
+            400: error("otp_invalid (details.attempts_left), otp_expired, or malformed_request."),
+            403: error("otp_locked: too many wrong codes; ask for a new one."),
+            422: error("validation_error: bad email or code format, or unknown fields."),
+            429: error("rate_limited; see the Retry-After header."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -84,7 +80,7 @@ class MeView(APIView):
         summary="The signed-in customer",
         responses={
             200: MeSerializer,
-            401: _error("not_authenticated, invalid_token, token_expired."),
+            401: error("not_authenticated, invalid_token, token_expired."),
         },
     )
     def get(self, request: Request) -> Response:

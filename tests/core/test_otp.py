@@ -388,7 +388,7 @@ def test_schema_documents_the_sign_in_bodies(api):
     request_op = schema["paths"]["/api/v1/auth/otp/request/"]["post"]
     body = resolve(request_op["requestBody"]["content"]["application/json"]["schema"])
     assert body["required"] == ["email"]
-    assert set(request_op["responses"]) == {"202", "400", "422", "429", "503"}
+    assert set(request_op["responses"]) == {"202", "400", "413", "415", "422", "429", "503"}
     sent = resolve(request_op["responses"]["202"]["content"]["application/json"]["schema"])
     assert set(sent["properties"]) == {"status", "expires_in", "resend_after"}
 

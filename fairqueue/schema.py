@@ -1,0 +1,162 @@
+"""OpenAPI: the error answers every operation can give, documented once.
+
+Views document the answers of their own services (``sold_out``,
+``admission_expired``, ...). The answers that come from the plumbing around a
+view are the same everywhere and are added here, from what each operation
+has, so they cannot be forgotten on a new endpoint:
+
+- a customer token in its security: 401 (missing, malformed, expired token);
+- a path parameter: 404 (no such resource, or a malformed id);
+- a request body: 400 (not JSON), 413 (too large), 415 (not
+  ``application/json``), 422 (not an object, unknown or invalid fields);
+- the ``Idempotency-Key`` header: 409 (a request with the key is still
+  running), 422 (bad key, or the key was used with another body);
+- a throttle on the view: 429 (with ``Retry-After``).
+
+Every error answer is the one envelope of ``fairqueue/errors.py``. Wired as a
+drf-spectacular ``POSTPROCESSING_HOOKS`` entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ComponentRegistry
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework.views import APIView
+
+from claims.domain import ClaimStatus
+from events.domain import EventStatus
+from fairqueue.core.schema import CustomerTokenScheme
+from fairqueue.core.serializers import ErrorEnvelopeSerializer
+from fairqueue.idempotency import HEADER as IDEMPOTENCY_HEADER
+from fairqueue.idempotency import MAX_KEY_LENGTH
+from fairqueue.states import choices
+from payments.domain import PaymentStatus
+
+# The choice sets of the "status" fields, for SPECTACULAR_SETTINGS'
+# ENUM_NAME_OVERRIDES: each gets its own component name. They are the
+# fields' own choices, labels included (an enum is known by both).
+EVENT_STATUS_CHOICES = choices(EventStatus)
+CLAIM_STATUS_CHOICES = choices(ClaimStatus)
+PAYMENT_STATUS_CHOICES = choices(PaymentStatus)
+
+
+def error(description: str) -> OpenApiResponse:
+    """An error answer of a view (for ``extend_schema(responses=...)``): the
+    envelope, with the codes it can carry in ``description``."""
+    return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
+
+
+# What fairqueue.idempotency accepts: printable ASCII, blanks only inside.
+IDEMPOTENCY_KEY = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_KEY_LENGTH,
+        "pattern": r"^[!-~]([ -~]*[!-~])?$",
+    },
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Same key and body: the same answer; same key, other body: 422.",
+)
+
+UNAUTHENTICATED = "not_authenticated, invalid_token or token_expired: no valid customer token."
+NOT_FOUND = "not_found (or a more precise *_not_found): no such resource, or a malformed id."
+MALFORMED = "malformed_request: the body is not valid JSON."
+TOO_LARGE = "payload_too_large: the body is over the size limit (details.max_bytes)."
+UNSUPPORTED = "unsupported_media_type: the body is not application/json."
+INVALID = (
+    "validation_error: the body is not a JSON object, has unknown fields "
+    "(details.unknown_fields) or invalid ones (details.fields)."
+)
+IDEMPOTENCY_BUSY = (
+    "idempotency_in_progress: a request with this Idempotency-Key is still running; "
+    "see the Retry-After header."
+)
+IDEMPOTENCY_INVALID = (
+    "invalid_idempotency_key, or idempotency_mismatch: the key was used with another request."
+)
+THROTTLED = "rate_limited: too many requests; see the Retry-After header."
+
+
+def operation_errors(
+    operation: dict[str, Any], *, throttled: bool, security_scheme: str
+) -> dict[str, str]:
+    """The plumbing's error answers for one operation: {status: description}."""
+    errors: dict[str, list[str]] = {}
+
+    def add(status: int, description: str) -> None:
+        errors.setdefault(str(status), []).append(description)
+
+    if any(security_scheme in requirement for requirement in operation.get("security", [])):
+        add(401, UNAUTHENTICATED)
+    parameters = operation.get("parameters", [])
+    if any(p.get("in") == "path" for p in parameters):
+        add(404, NOT_FOUND)
+    if "requestBody" in operation:
+        add(400, MALFORMED)
+        add(413, TOO_LARGE)
+        add(415, UNSUPPORTED)
+        add(422, INVALID)
+    if any(p.get("in") == "header" and p.get("name") == IDEMPOTENCY_HEADER for p in parameters):
+        add(409, IDEMPOTENCY_BUSY)
+        add(422, IDEMPOTENCY_INVALID)
+    if throttled:
+        add(429, THROTTLED)
+    return {status: "; or ".join(texts) for status, texts in errors.items()}
+
+
+def envelope_components() -> tuple[dict[str, str], dict[str, Any]]:
+    """The envelope's ``$ref`` and its component schemas, made from
+    ``ErrorEnvelopeSerializer`` as a view's ``responses=`` would make them."""
+    view = APIView()
+    view.request, view.format_kwarg = None, None
+    auto = AutoSchema()
+    auto.view, auto.registry, auto.method, auto.path = view, ComponentRegistry(), "GET", "/"
+    ref = auto.resolve_serializer(ErrorEnvelopeSerializer, "response").ref
+    return ref, auto.registry.build({})["schemas"]
+
+
+def throttled_operations(generator: Any) -> set[tuple[str, str]]:
+    """(path, method) of the operations whose view has a throttle."""
+    found = set()
+    for path, _regex, method, callback in generator.endpoints or []:
+        view_class = getattr(callback, "cls", None)
+        if view_class is not None and view_class.throttle_classes:
+            found.add((path, method.lower()))
+    return found
+
+
+def document_error_answers(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: adds the plumbing's error answers
+    (see the module docstring) to every operation, keeping the ones a view
+    documented itself."""
+    envelope_ref, envelope_schemas = envelope_components()
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in envelope_schemas.items():
+        schemas.setdefault(name, schema)
+    throttled = throttled_operations(generator)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            answers = operation_errors(
+                operation,
+                throttled=(path, method) in throttled,
+                security_scheme=CustomerTokenScheme.name,
+            )
+            responses = operation["responses"]
+            for status, description in answers.items():
+                responses.setdefault(
+                    status,
+                    {
+                        "content": {"application/json": {"schema": envelope_ref}},
+                        "description": description,
+                    },
+                )
+    return result

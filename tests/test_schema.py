@@ -1,0 +1,199 @@
+"""The OpenAPI schema tells the truth: it generates without warnings, every
+operation documents the error answers it can give (and only those), every
+error answer is the one envelope, and real answers fit their schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
+
+from claims.domain import ClaimStatus, ReleaseReason
+from events.domain import EventStatus
+from fairqueue.schema import document_error_answers, operation_errors, throttled_operations
+from payments.domain import PaymentStatus
+from tests.claims.conftest import admit_directly, on_sale
+from tests.factories import CustomerFactory, bearer
+
+ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+
+# Every operation and the error statuses it documents: the plumbing's (401
+# with a customer token, 404 with an id in the path, BODY with a request body,
+# IDEMPOTENT with an Idempotency-Key, 429 with a throttle) and its services'.
+BODY = {400, 413, 415, 422}
+IDEMPOTENT = {409, 422}
+DOCUMENTED_ERRORS = {
+    ("get", "/api/v1/auth/me/"): {401},
+    ("post", "/api/v1/auth/otp/request/"): BODY | {429, 503},
+    ("post", "/api/v1/auth/otp/verify/"): BODY | {403, 429},
+    ("get", "/api/v1/events/"): {401},
+    ("get", "/api/v1/events/{event_id}/"): {401, 404},
+    ("post", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
+    ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
+    ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404},
+    ("post", "/api/v1/events/{event_id}/claims/"): BODY | IDEMPOTENT | {401, 403, 404, 410, 503},
+    ("get", "/api/v1/claims/{claim_id}/"): {401, 404},
+    ("delete", "/api/v1/claims/{claim_id}/"): {401, 404, 409},
+    ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 502, 503},
+    ("get", "/api/v1/payments/{payment_id}/"): {401, 404},
+}
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(schema: dict[str, Any]):
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            yield method, path, operation
+
+
+def test_the_schema_generates_without_warnings(tmp_path):
+    """``--fail-on-warn`` raises on any warning (enum name collisions,
+    operationId collisions, unresolvable fields, ...)."""
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--fail-on-warn", "--file", str(out))
+    assert out.read_text().startswith("openapi: 3.")
+
+
+def test_each_status_field_has_its_own_named_enum(schema):
+    components = schema["components"]["schemas"]
+    assert components["EventStatusEnum"]["enum"] == [s.value for s in EventStatus]
+    assert components["ClaimStatusEnum"]["enum"] == [s.value for s in ClaimStatus]
+    assert components["PaymentStatusEnum"]["enum"] == [s.value for s in PaymentStatus]
+    assert not [name for name in components if name.startswith("Status")]
+
+
+def test_every_operation_documents_its_error_answers(schema):
+    documented = {
+        (method, path): {int(status) for status in operation["responses"] if int(status) >= 400}
+        for method, path, operation in operations(schema)
+    }
+    assert documented == DOCUMENTED_ERRORS
+
+
+def test_every_error_answer_is_the_envelope(schema):
+    for method, path, operation in operations(schema):
+        for status, response in operation["responses"].items():
+            if int(status) >= 400:
+                assert response["content"] == {"application/json": {"schema": ENVELOPE_REF}}, (
+                    method,
+                    path,
+                    status,
+                )
+                assert response["description"], (method, path, status)
+    envelope = schema["components"]["schemas"]["ErrorEnvelope"]
+    assert envelope["required"] == ["error"]
+    body = schema["components"]["schemas"]["ErrorBody"]
+    assert sorted(body["properties"]) == sorted(body["required"]) == ["code", "details", "message"]
+
+
+def test_the_hook_adds_the_plumbings_answers_to_an_undocumented_operation():
+    """An operation whose view documents no error at all still gets the
+    answers of what it has; one with nothing of the kind gets none."""
+    bare = {"responses": {"200": {"description": ""}}, "security": [{}]}
+    full = {
+        "parameters": [
+            {"in": "path", "name": "claim_id", "schema": {"type": "string"}},
+            {"in": "header", "name": "Idempotency-Key", "schema": {"type": "string"}},
+        ],
+        "requestBody": {"content": {}},
+        "security": [{"customerToken": []}],
+        "responses": {
+            "201": {"description": ""},
+            "409": {"description": "mine", "content": {}},
+        },
+    }
+    result = {"paths": {"/a/": {"get": bare}, "/b/{claim_id}/": {"post": full}}}
+
+    class Generator:
+        endpoints: list = []
+
+    document_error_answers(result=result, generator=Generator(), request=None, public=True)
+    assert sorted(bare["responses"]) == ["200"]
+    assert sorted(full["responses"]) == ["201", "400", "401", "404", "409", "413", "415", "422"]
+    assert full["responses"]["409"] == {"description": "mine", "content": {}}  # kept
+    assert full["responses"]["404"]["content"] == {"application/json": {"schema": ENVELOPE_REF}}
+    assert "ErrorEnvelope" in result["components"]["schemas"]
+    assert set(operation_errors(bare, throttled=True, security_scheme="customerToken")) == {"429"}
+
+
+def test_the_throttled_operations_are_found_from_the_views():
+    generator = SchemaGenerator()
+    generator.get_schema(request=None, public=True)
+    assert throttled_operations(generator) == {
+        ("/api/v1/auth/otp/request/", "post"),
+        ("/api/v1/auth/otp/verify/", "post"),
+    }
+
+
+# --- real answers against their schemas --------------------------------------
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def assert_fits(schema: dict[str, Any], component: str, body: dict[str, Any]) -> None:
+    """The checks a schema fuzzer makes that matter here: required fields
+    present, null only where nullable, enum values among the enum's."""
+    spec = schema["components"]["schemas"][component]
+    assert set(spec["required"]) <= set(body), (component, body)
+    for name, value in body.items():
+        prop = spec["properties"][name]
+        if value is None:
+            assert prop.get("nullable"), (component, name)
+            continue
+        choices = [_resolve(schema, p) for p in prop.get("allOf", []) + prop.get("oneOf", [])]
+        enums = [c["enum"] for c in [prop, *choices] if "enum" in c]
+        if enums:
+            assert any(value in enum for enum in enums), (component, name, value)
+
+
+@pytest.mark.django_db
+def test_a_claim_fits_its_schema_before_and_after_release(api, schema):
+    """release_reason is null until the claim is released (the model keeps ""),
+    then one of the documented reasons."""
+    tier = on_sale(tickets=5)
+    buyer = admit_directly(tier.event, [CustomerFactory()])[0]
+    auth = bearer(buyer.customer)
+    made = api.post(
+        f"/api/v1/events/{tier.event_id}/claims/",
+        {"admission_token": buyer.token, "tier_id": str(tier.id), "quantity": 1},
+        format="json",
+        **auth,
+    )
+    assert made.status_code == 201, made.content
+    assert_fits(schema, "Claim", made.json())
+    claim_id = made.json()["claim_id"]
+
+    held = api.get(f"/api/v1/claims/{claim_id}/", **auth)
+    assert held.status_code == 200
+    assert held.json()["release_reason"] is None
+    assert held.json()["released_at"] is None
+    assert_fits(schema, "ClaimDetail", held.json())
+
+    assert api.delete(f"/api/v1/claims/{claim_id}/", **auth).status_code == 204
+    released = api.get(f"/api/v1/claims/{claim_id}/", **auth).json()
+    assert (released["status"], released["release_reason"]) == ("RELEASED", "customer")
+    reasons = schema["components"]["schemas"]["ReleaseReasonEnum"]["enum"]
+    assert reasons == [r.value for r in ReleaseReason]
+    assert_fits(schema, "ClaimDetail", released)
+
+
+@pytest.mark.django_db
+def test_an_event_fits_its_schema(api, schema):
+    tier = on_sale(tickets=5)
+    listed = api.get("/api/v1/events/")
+    assert listed.status_code == 200
+    for event in listed.json()["results"]:
+        assert_fits(schema, "EventList", event)
+    detail = api.get(f"/api/v1/events/{tier.event_id}/")
+    assert detail.status_code == 200
+    assert_fits(schema, "EventDetail", detail.json())
