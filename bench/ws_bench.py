@@ -1,0 +1,548 @@
+"""WebSocket fan-out benchmark: N customers hold the queue WebSocket on ONE
+daphne process while admission ticks run. Aim: 10,000 connections, and the
+admission push reaching p99 of them within 2 s.
+
+    .venv/bin/python bench/ws_bench.py                          # 10,000 sockets, 1,000 per tick
+    .venv/bin/python bench/ws_bench.py --connections 500 --batch 100
+
+PostgreSQL and Redis: DATABASE_URL / REDIS_URL when set (a throwaway database:
+the run adds an event and N customers, removed at the end unless --keep), else
+embedded ones in a temporary directory, as ``make test`` starts them. daphne
+is always our own child: ``fairqueue.asgi:application`` with the argv of
+``make run`` (fairqueue.devstack) and DEBUG off.
+
+Steps: an ACTIVE event with N tickets; N customers with WAITING entries in one
+SQL statement, then the Redis rebuild (``queue_rebuild``); N WebSockets opened
+by aiohttp in --client-procs processes, each waiting for its first message
+(the position snapshot); then admission ticks (``admission_tick_event``, the
+code the Celery task runs), called here, one after the other, each once the
+previous tick's messages have all arrived (or --timeout passed).
+
+Latency is measured per client from the start of the tick's call to the
+receipt of its message: its own ``admitted`` push (with its admission token)
+for the customers the tick admitted, the tick's one ``position`` broadcast
+(``served``) for everyone still waiting. Every process reads the same clock
+(``time.monotonic``: CLOCK_MONOTONIC, one per machine), and the clients run in
+their own processes so a tick never stalls their event loop. The clients
+share the two cores with daphne, Postgres and Redis: their CPU is printed.
+
+A message still missing --timeout seconds after its tick started is lost;
+the exit status is 1 when any is lost, any socket failed to connect or was
+closed by the server, or any client got a message it should not have (a
+second admission, someone else's token).
+Figures (every latency) also go to bench/out/ws/ as JSON, daphne's log too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import multiprocessing as mp
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+
+from bench._common import jwt_claims, percentile
+from bench.stack import BENCH_STACK_ENV, healthz_ok
+from fairqueue import devstack
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = REPO_ROOT / "bench" / "out" / "ws"
+AIM_P99_SECONDS = 2.0  # the admission push, from the tick's start, at 10,000 connections
+
+
+def raise_nofile() -> int:
+    """Soft RLIMIT_NOFILE up to the hard limit (children inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    return soft
+
+
+# --- the clients (a process of their own; no Django here) ---------------------------------
+
+
+class Socket:
+    __slots__ = ("admitted_at", "closed_at", "customer", "first_at", "handshake", "started")
+    __slots__ += ("served_at", "token", "ws")
+
+    def __init__(self, customer: str, token: str) -> None:
+        self.customer, self.token = customer, token
+        self.ws: Any = None
+        self.started = self.handshake = self.first_at = 0.0
+        self.admitted_at: float | None = None
+        self.closed_at: float | None = None
+        self.served_at: dict[int, float] = {}
+
+
+class Clients:
+    """Opens the sockets, stamps every message on arrival, answers the
+    orchestrator's commands over a pipe."""
+
+    def __init__(self, conn: Any, url: str, customers: list[tuple[str, str]], concurrency: int):
+        self.conn, self.url, self.concurrency = conn, url, concurrency
+        self.sockets = [Socket(c, t) for c, t in customers]
+        self.counts: Counter = Counter()
+        self.served_count: Counter = Counter()  # served value -> broadcasts received
+        self.admitted_total = self.first_total = self.opened = 0
+        self.closing = False
+
+    async def run(self) -> None:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            self.session = session
+            sem = asyncio.Semaphore(self.concurrency)
+            await asyncio.gather(*(self._open(s, sem) for s in self.sockets))
+            self.opened = sum(1 for s in self.sockets if s.ws is not None)
+            deadline = time.monotonic() + 120
+            while self.first_total < self.opened and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            self.conn.send(("connected", self._connect_summary()))
+            while True:
+                command, *args = await asyncio.to_thread(self.conn.recv)
+                if command == "tick":
+                    self.conn.send(("tick", await self._await_tick(*args)))
+                elif command == "finish":
+                    self.conn.send(("records", self._records()))
+                    self.closing = True
+                    await asyncio.gather(
+                        *(s.ws.close() for s in self.sockets if s.ws is not None),
+                        return_exceptions=True,
+                    )
+                    return
+
+    async def _open(self, s: Socket, sem: asyncio.Semaphore) -> None:
+        async with sem:
+            for attempt in range(4):
+                s.started = time.monotonic()
+                try:
+                    s.ws = await self.session.ws_connect(
+                        f"{self.url}?token={s.token}", autoping=True, max_msg_size=0
+                    )
+                    s.handshake = time.monotonic() - s.started
+                    break
+                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                    self.counts[f"connect_error:{type(exc).__name__}"] += 1
+                    await asyncio.sleep(0.2 * 2**attempt)
+        if s.ws is not None:
+            asyncio.create_task(self._read(s))  # noqa: RUF006 - lives as long as the socket
+
+    async def _read(self, s: Socket) -> None:
+        async for msg in s.ws:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                self._on_message(s, msg.data, time.monotonic())
+        s.closed_at = time.monotonic()
+        if not self.closing:
+            self.counts[f"error:closed_by_server:{s.ws.close_code}"] += 1
+
+    def _on_message(self, s: Socket, raw: str, now: float) -> None:
+        message = json.loads(raw)
+        kind = message.get("type")
+        if not s.first_at:
+            s.first_at = now
+            self.first_total += 1
+            if (kind, message.get("status")) != ("position", "WAITING"):
+                self.counts[f"error:bad_snapshot:{kind}:{message.get('status')}"] += 1
+        elif kind == "admitted":
+            if s.admitted_at is not None:
+                self.counts["error:admitted_twice"] += 1
+                return
+            if jwt_claims(message.get("admission_token", "")).get("sub") != s.customer:
+                self.counts["error:admitted_with_someone_elses_token"] += 1
+                return
+            s.admitted_at = now
+            self.admitted_total += 1
+        elif kind == "position" and "status" not in message:  # the per-tick broadcast
+            served = message.get("served")
+            if served in s.served_at:
+                self.counts["error:broadcast_twice"] += 1
+                return
+            s.served_at[served] = now
+            self.served_count[served] += 1
+        else:
+            self.counts[f"other:{kind}"] += 1
+
+    def _connect_summary(self) -> dict[str, Any]:
+        opened = [s for s in self.sockets if s.ws is not None]
+        return {
+            "opened": len(opened),
+            "first": self.first_total,
+            "handshake": [s.handshake for s in opened],
+            "first_message": [s.first_at - s.started for s in opened if s.first_at],
+            "counts": dict(self.counts),
+        }
+
+    async def _await_tick(self, served: int, admitted_expected: int, deadline: float) -> dict:
+        """Until every open socket has the broadcast of ``served`` and the
+        admitted pushes add up to ``admitted_expected``, or the deadline."""
+        while time.monotonic() < deadline:
+            if (
+                self.served_count[served] >= self.opened
+                and self.admitted_total >= admitted_expected
+            ):
+                break
+            await asyncio.sleep(0.01)
+        return {"broadcasts": self.served_count[served], "admitted": self.admitted_total}
+
+    def _records(self) -> dict[str, Any]:
+        return {
+            "sockets": {
+                s.customer: (s.ws is not None, s.admitted_at, s.served_at, s.closed_at)
+                for s in self.sockets
+            },
+            "counts": dict(self.counts),
+            "cpu_seconds": time.process_time(),
+        }
+
+
+def client_process(conn: Any, url: str, customers: list[tuple[str, str]], concurrency: int) -> None:
+    raise_nofile()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the orchestrator stops us
+    clients = Clients(conn, url, customers, concurrency)
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(clients.run())
+    else:
+        uvloop.run(clients.run())
+
+
+# --- the orchestrator ---------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python bench/ws_bench.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--connections", type=int, default=10_000, help="WebSockets (customers)")
+    p.add_argument("--batch", type=int, default=1_000, help="customers admitted per tick")
+    p.add_argument("--ticks", type=int, help="admission ticks (default: until all admitted)")
+    p.add_argument("--client-procs", type=int, default=1, help="client processes (default 1)")
+    p.add_argument("--connect-concurrency", type=int, default=100, help="handshakes in flight")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds before a message is lost")
+    p.add_argument("--pause", type=float, default=1.0, help="seconds between ticks")
+    p.add_argument("--keep", action="store_true", help="keep the event and customers")
+    return p.parse_args(argv)
+
+
+def services() -> tuple[Any, dict[str, str]]:
+    """PostgreSQL and Redis: the environment's, else embedded (throwaway)."""
+    stack = devstack.Stack()
+    base = Path(tempfile.mkdtemp(prefix="fairqueue-wsbench-"))
+    stack.temp_dirs.append(base)
+    base.chmod(0o711)  # the PostgreSQL system user must reach base/pg
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        env = stack.start(base, devstack.SignalWatch(), throwaway=True)
+    finally:
+        for sig, handler in saved.items():  # Ctrl-C still stops the benchmark
+            signal.signal(sig, handler)
+    return stack, env
+
+
+def start_daphne(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    port = devstack.free_port()
+    env = {**env, "WS_PORT": str(port), "PORT": "0", "SANDBOX_PORT": "0"}
+    argv = next(p.argv for p in devstack.app_processes(env) if p.name == "ws")
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    with (OUT_DIR / "daphne.log").open("wb") as log:
+        proc = devstack.spawn(argv, env=env, stdout=log)
+    deadline = time.monotonic() + 60
+    while not healthz_ok(f"http://127.0.0.1:{port}"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"daphne did not start; see {OUT_DIR / 'daphne.log'}")
+        time.sleep(0.2)
+    return proc, port
+
+
+def daphne_stats(pid: int) -> dict[str, float]:
+    from bench.queue_bench import cpu_snapshot
+
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    kb = {line.split(":")[0]: int(line.split()[1]) for line in status if line.startswith("Vm")}
+    return {
+        "rss_mb": kb.get("VmRSS", 0) / 1024,
+        "peak_rss_mb": kb.get("VmHWM", 0) / 1024,
+        "cpu_s": cpu_snapshot(pid)["server"],
+        "fds": len(os.listdir(f"/proc/{pid}/fd")),
+    }
+
+
+def seed(connections: int, batch: int) -> tuple[uuid.UUID, list[tuple[str, str]]]:
+    """An ACTIVE event with a ticket per customer, the customers WAITING in
+    Postgres (one statement) and in Redis (the rebuild); their tokens."""
+    from django.db import connection
+
+    from bench.queue_bench import make_event, rebuild, seed_waiting, tokens_for
+    from fairqueue.core.models import Customer
+    from queueing.models import QueueEntry
+
+    event_id = make_event("WebSocket bench", tickets=connections, batch=batch)
+    seed_waiting(event_id, f"ws-{uuid.uuid4().hex[:8]}", connections)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id::text, c.email FROM {QueueEntry._meta.db_table} q "  # noqa: S608
+            f"JOIN {Customer._meta.db_table} c ON c.id = q.customer_id "
+            "WHERE q.event_id = %s ORDER BY q.score",
+            [event_id],
+        )
+        customers = cursor.fetchall()
+    rebuild(event_id)
+    return event_id, list(zip((c for c, _ in customers), tokens_for(customers), strict=True))
+
+
+def admitted_so_far(event_id: uuid.UUID) -> set[str]:
+    from queueing.models import QueueEntry
+
+    rows = QueueEntry.objects.filter(event_id=event_id, admitted_at__isnull=False)
+    return {str(c) for c in rows.values_list("customer_id", flat=True)}
+
+
+def ms(values: list[float], *qs: int) -> str:
+    values = sorted(values)
+    if not values:
+        return "n/a"
+    parts = [f"p{q} {percentile(values, q) * 1000:.0f}" for q in qs]
+    return ", ".join(parts) + f", max {values[-1] * 1000:.0f} ms (n={len(values):,})"
+
+
+class Orchestrator:
+    def __init__(self, args: argparse.Namespace, url: str, customers: list[tuple[str, str]]):
+        self.args = args
+        ctx = mp.get_context("spawn")
+        self.pipes, self.procs = [], []
+        self.part: dict[str, int] = {}  # customer -> client process
+        for i in range(args.client_procs):
+            share = customers[i :: args.client_procs]
+            self.part.update((c, i) for c, _ in share)
+            here, there = ctx.Pipe()
+            proc = ctx.Process(
+                target=client_process,
+                args=(there, url, share, max(1, args.connect_concurrency // args.client_procs)),
+                daemon=True,
+            )
+            proc.start()
+            self.pipes.append(here)
+            self.procs.append(proc)
+
+    def ask(self, messages: list[tuple] | tuple) -> list[Any]:
+        for i, pipe in enumerate(self.pipes):
+            pipe.send(messages[i] if isinstance(messages, list) else messages)
+        return [pipe.recv()[1] for pipe in self.pipes]
+
+    def connected(self) -> list[dict]:
+        return [pipe.recv()[1] for pipe in self.pipes]
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+
+
+def run_ticks(
+    args: argparse.Namespace, event_id: uuid.UUID, orch: Orchestrator, pid: int
+) -> list[dict[str, Any]]:
+    from queueing.services import admission_tick_event
+
+    ticks, seen = [], set()
+    cumulative = [0] * args.client_procs
+    total = args.ticks or math.ceil(args.connections / args.batch)
+    for k in range(total):
+        cpu = daphne_stats(pid)["cpu_s"]
+        started = time.monotonic()
+        report = admission_tick_event(event_id=event_id)
+        returned = time.monotonic()
+        if report.skipped or report.served is None:
+            raise SystemExit(f"tick {k + 1} did not run: {report}")
+        now_admitted = admitted_so_far(event_id)
+        new = now_admitted - seen
+        seen = now_admitted
+        for customer in new:
+            cumulative[orch.part[customer]] += 1
+        deadline = started + args.timeout
+        answers = orch.ask([("tick", report.served, n, deadline) for n in cumulative])
+        waited = time.monotonic() - started
+        tick = {
+            "k": k + 1,
+            "started": started,
+            "seconds": returned - started,
+            "served": report.served,
+            "admitted": new,
+            "timings_ms": report.timings_ms,
+            "daphne_cpu_s": daphne_stats(pid)["cpu_s"] - cpu,
+            "all_in_s": waited,
+        }
+        ticks.append(tick)
+        print(
+            f"  tick {k + 1}: admitted {len(new):,} (served {report.served:,}) in "
+            f"{tick['seconds'] * 1000:.0f} ms; all messages in after {waited:.2f} s; "
+            f"broadcasts {sum(a['broadcasts'] for a in answers):,}, "
+            f"daphne CPU {tick['daphne_cpu_s']:.2f} s",
+            flush=True,
+        )
+        if report.admitted == 0:
+            break
+        time.sleep(args.pause)
+    return ticks
+
+
+def summarise(ticks: list[dict], records: list[dict], timeout: float) -> dict[str, Any]:
+    """Per tick (stored in it) and over all ticks: the latencies, from the
+    tick's start, of the admitted pushes and of the broadcast to those still
+    waiting; and the messages lost (every open socket should get every
+    broadcast, every admitted customer their push)."""
+    sockets: dict[str, tuple] = {}
+    for r in records:
+        sockets.update(r["sockets"])
+    lost: Counter = Counter()
+    admitted_before: set[str] = set()
+    for tick in ticks:
+        start, served, new = tick["started"], tick["served"], tick["admitted"]
+        tick["admitted_s"], tick["broadcast_s"] = [], []
+        for customer, (opened, admitted_at, served_at, _closed) in sockets.items():
+            got = served_at.get(served)
+            if not opened or got is None or got - start > timeout:
+                lost["position broadcast"] += 1
+            elif customer not in new and customer not in admitted_before:
+                tick["broadcast_s"].append(got - start)
+            if customer in new:
+                if not opened or admitted_at is None or admitted_at - start > timeout:
+                    lost["admitted push"] += 1
+                else:
+                    tick["admitted_s"].append(admitted_at - start)
+        admitted_before |= new
+    return {
+        "admitted": [x for t in ticks for x in t["admitted_s"]],
+        "broadcast": [x for t in ticks for x in t["broadcast_s"]],
+        "lost": lost,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    nofile = raise_nofile()
+    if nofile < args.connections + 200:
+        raise SystemExit(f"RLIMIT_NOFILE is {nofile}: too low for {args.connections} sockets")
+    stack, env = services()
+    daphne = orch = None
+    event_id = None
+    run_started = time.monotonic()
+    try:
+        env.update(BENCH_STACK_ENV)
+        env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
+        os.environ.update(env)  # this process mints the tokens and runs the ticks
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+        from bench.queue_bench import django_setup
+
+        django_setup()
+        daphne, port = start_daphne(env)
+        print(f"daphne pid {daphne.pid} on port {port} (log: {OUT_DIR / 'daphne.log'})")
+        t = time.monotonic()
+        event_id, customers = seed(args.connections, args.batch)
+        print(f"event {event_id}: {len(customers):,} WAITING ({time.monotonic() - t:.1f} s)")
+
+        t = time.monotonic()
+        url = f"ws://127.0.0.1:{port}/ws/events/{event_id}/queue/"
+        orch = Orchestrator(args, url, customers)
+        summaries = orch.connected()
+        connect_s = time.monotonic() - t
+        opened = sum(s["opened"] for s in summaries)
+        first = sum(s["first"] for s in summaries)
+        handshakes = [x for s in summaries for x in s["handshake"]]
+        firsts = [x for s in summaries for x in s["first_message"]]
+        after_connect = daphne_stats(daphne.pid)
+        print(
+            f"connected {opened:,}/{args.connections:,} in {connect_s:.1f} s, "
+            f"{first:,} with their snapshot; daphne RSS {after_connect['rss_mb']:.0f} MB, "
+            f"CPU {after_connect['cpu_s']:.1f} s, {after_connect['fds']:,} fds",
+            flush=True,
+        )
+        ticks = run_ticks(args, event_id, orch, daphne.pid)
+        held = daphne_stats(daphne.pid)
+        records = orch.ask(("finish",))
+        result = summarise(ticks, records, args.timeout)
+        counts = Counter()
+        for r in [*summaries, *records]:
+            counts.update(r["counts"])
+        still_open = sum(
+            1 for r in records for ok, *_, closed in r["sockets"].values() if ok and closed is None
+        )
+        lost = sum(result["lost"].values())
+        tick_ms = [t["seconds"] for t in ticks]
+        print(f"\nresults ({args.connections:,} connections, batch {args.batch:,}, one daphne)")
+        print(f"  connections held        {still_open:,} (daphne has {held['fds']:,} fds open)")
+        print(f"  connect (handshake)     {ms(handshakes, 50, 99)}")
+        print(f"  connect to snapshot     {ms(firsts, 50, 99)}")
+        print(f"  tick call (to pushes)   {ms(tick_ms, 50)}; ticks {len(ticks)}")
+        p99 = percentile(sorted(result["admitted"]), 99)
+        aim = "met" if p99 <= AIM_P99_SECONDS else "NOT met"
+        print(f"  admitted push latency   {ms(result['admitted'], 50, 95, 99)}")
+        print(f"    aim p99 <= {AIM_P99_SECONDS:.0f} s        {aim}")
+        print(f"  broadcast latency       {ms(result['broadcast'], 50, 99)}")
+        print(f"  messages lost           {lost:,} {dict(result['lost']) or ''}")
+        for t in ticks:
+            print(
+                f"    tick {t['k']:>2}: admitted {ms(t['admitted_s'], 50, 99)}; "
+                f"broadcast {ms(t['broadcast_s'], 50, 99)}"
+            )
+        print(f"  client events           {dict(counts) or 'none'}")
+        print(
+            f"  daphne                  RSS {held['rss_mb']:.0f} MB (peak "
+            f"{held['peak_rss_mb']:.0f} MB), CPU {held['cpu_s']:.1f} s "
+            f"({after_connect['cpu_s']:.1f} s to connect, "
+            f"{sum(t['daphne_cpu_s'] for t in ticks):.1f} s in ticks)"
+        )
+        print(f"  client CPU              {sum(r['cpu_seconds'] for r in records):.1f} s")
+        print(f"  run time                {time.monotonic() - run_started:.0f} s")
+        figures = {
+            "args": vars(args),
+            "held": still_open,
+            "handshake_s": sorted(handshakes),
+            "snapshot_s": sorted(firsts),
+            "admitted_s": sorted(result["admitted"]),
+            "broadcast_s": sorted(result["broadcast"]),
+            "lost": dict(result["lost"]),
+            "client_events": dict(counts),
+            "ticks": [{**t, "admitted": sorted(t["admitted"])} for t in ticks],
+            "daphne": {"after_connect": after_connect, "end": held},
+        }
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        (OUT_DIR / f"ws-bench-{args.connections}-{stamp}.json").write_text(json.dumps(figures))
+        errors = sum(n for key, n in counts.items() if key.startswith("error:"))
+        failed = opened < args.connections or first < opened or errors
+        return 1 if lost or failed else 0
+    finally:
+        if orch is not None:
+            orch.stop()
+        if daphne is not None:
+            devstack.stop_groups([daphne])
+        own_postgres = any(s.env_var == "DATABASE_URL" for s in stack.servers)
+        if event_id is not None and not args.keep and not own_postgres:
+            from bench.queue_bench import cleanup
+
+            cleanup([event_id])
+        stack.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The queue WebSocket across two real daphne processes sharing the Redis
+channel layer (SPEC: "Works across several daphne processes").
+
+Two daphne subprocesses serve the test database and Redis; one waiting
+customer listens on daphne A, another on daphne B. The admission tick and
+the pause run here, in the test process (as a Celery worker would run them),
+so every push crosses processes through Redis: the admitted customer gets
+``admitted`` with their own token on A, both get the tick's ``position``
+broadcast, and both get ``paused``. With a channel layer local to each
+process, nothing published here would reach either daphne.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from bench.stack import healthz_ok
+from events.services import event_pause
+from fairqueue import devstack
+from fairqueue.core.tokens import customer_token_issue
+from queueing import services
+from queueing.models import QueueEntry
+from queueing.tokens import admission_token_read
+from tests.queueing.conftest import join, make_event
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ASGI_APP = "fairqueue.asgi:application"
+
+
+def daphne_env() -> dict[str, str]:
+    """This session's settings for a child process: the test database (not
+    the one DATABASE_URL names), the same Redis and the same signing key."""
+    db = urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + connection.settings_dict["NAME"])
+    return {
+        **os.environ,
+        "DATABASE_URL": db.geturl(),
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "TOKEN_SIGNING_KEY": settings.TOKEN_SIGNING_KEY,
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+@pytest.fixture
+def two_daphnes(transactional_db, tmp_path) -> Iterator[list[int]]:
+    """Two daphne processes on free ports; their ports. Stopped before the
+    test database is flushed (they hold pooled connections to it)."""
+    env = daphne_env()
+    ports: list[int] = []
+    while len(ports) < 2:
+        port = devstack.free_port()
+        if port not in ports:
+            ports.append(port)
+    logs = [tmp_path / f"daphne-{port}.log" for port in ports]
+    procs = []
+    for port, log in zip(ports, logs, strict=True):
+        with log.open("wb") as out:
+            argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APP]
+            procs.append(devstack.spawn(argv, env=env, stdout=out))
+    try:
+        deadline = time.monotonic() + 30
+        for proc, port, log in zip(procs, ports, logs, strict=True):
+            while not healthz_ok(f"http://127.0.0.1:{port}"):
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    f"daphne on port {port} did not start:\n{devstack.log_tail(log)}"
+                )
+                time.sleep(0.1)
+        yield ports
+    finally:
+        devstack.stop_groups(procs)
+
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
+
+
+class WebSocket:
+    """Just enough of an RFC 6455 client to read a server's text frames, on
+    the standard library (no WebSocket client is among the dev dependencies,
+    and autobahn's asyncio side cannot load once daphne's Twisted side has)."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buffer = b""
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        status, *headers = head.decode("latin-1").lower().split("\r\n")
+        assert status.split()[1] == "101", head
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest())  # noqa: S324
+        assert f"sec-websocket-accept: {accept.decode().lower()}" in headers, head
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += chunk
+
+    def _frame(self) -> tuple[int, bytes] | None:
+        """(opcode, payload) of the first whole frame in the buffer, removed
+        from it; None while incomplete. Server frames are never masked."""
+        if len(self.buffer) < 2:
+            return None
+        opcode, length, at = self.buffer[0] & 0x0F, self.buffer[1] & 0x7F, 2
+        assert not self.buffer[1] & 0x80, "a server frame must not be masked"
+        if length >= 126:
+            size = 2 if length == 126 else 8
+            if len(self.buffer) < at + size:
+                return None
+            length, at = int.from_bytes(self.buffer[at : at + size], "big"), at + size
+        if len(self.buffer) < at + length:
+            return None
+        payload, self.buffer = self.buffer[at : at + length], self.buffer[at + length :]
+        return opcode, payload
+
+    def receive(self, timeout: float = 5.0) -> dict:
+        """The next text message, as JSON. Pings are ignored: daphne sends
+        them only after 20 s of silence."""
+        self.sock.settimeout(timeout)
+        while True:
+            frame = self._frame()
+            if frame is None:
+                self._fill()
+            elif frame[0] == 0x1:
+                return json.loads(frame[1])
+            elif frame[0] == 0x8:
+                raise ConnectionError(f"closed by the server: {frame[1][:2].hex()}")
+
+    def receive_nothing(self, timeout: float = 0.3) -> bool:
+        try:
+            self.receive(timeout)
+        except TimeoutError:
+            return True
+        return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_tick_here_reaches_customers_on_two_daphne_processes(two_daphnes):
+    port_a, port_b = two_daphnes
+    event = make_event(tickets=1)  # one ticket: the tick admits the first customer only
+    first, _ = join(event)
+    second, _ = join(event)
+
+    def path(customer) -> str:
+        token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+        return f"/ws/events/{event.id}/queue/?token={token}"
+
+    on_a, on_b = WebSocket(port_a, path(first)), WebSocket(port_b, path(second))
+    try:
+        snapshots = [on_a.receive(), on_b.receive()]
+        report = services.admission_tick_event(event_id=event.id)
+        got_a = [on_a.receive(), on_a.receive()]
+        got_b = [on_b.receive()]
+        quiet_b = on_b.receive_nothing()
+        event_pause(event_id=event.id)
+        paused = [on_a.receive(), on_b.receive()]
+    finally:
+        on_a.close()
+        on_b.close()
+
+    assert [(s["type"], s["status"], s["position"]) for s in snapshots] == [
+        ("position", "WAITING", 1),
+        ("position", "WAITING", 2),
+    ]
+    assert report.admitted == 1
+    broadcast = {
+        "type": "position",
+        "event_id": str(event.id),
+        "served": 1,
+        "admitted": 1,
+        "rate_per_second": round(report.rate, 3),
+    }
+    # daphne A: the first customer's own admission, with their token, and the broadcast.
+    admitted = next(m for m in got_a if m["type"] == "admitted")
+    assert [m for m in got_a if m is not admitted] == [broadcast]
+    entry = QueueEntry.objects.get(event=event, customer=first, status="ADMITTED")
+    admission = admission_token_read(
+        token=admitted["admission_token"], event_id=event.id, customer_id=first.id
+    )
+    assert admission.queue_entry_id == entry.id
+    assert admitted["admission_expires_at"] == entry.admission_expires_at.isoformat()
+    # daphne B: the waiting customer gets the broadcast, and not the other's admission.
+    assert got_b == [broadcast]
+    assert quiet_b
+    assert QueueEntry.objects.get(event=event, customer=second).status == "WAITING"
+    # A push from a plain service call (fairqueue.broadcast) reaches both as well.
+    assert paused == [{"type": "paused", "event_id": str(event.id)}] * 2
