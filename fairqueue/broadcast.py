@@ -17,6 +17,10 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
+# The channel-layer message type of every push; QueueConsumer.queue_push handles it.
+PUSH_TYPE = "queue.push"
+
+
 def event_group(event_id: object) -> str:
     return f"event.{event_id}"
 
@@ -28,7 +32,7 @@ def customer_group(event_id: object, customer_id: object) -> str:
 def _send(group: str, message: dict[str, Any]) -> None:
     try:
         async_to_sync(get_channel_layer().group_send)(
-            group, {"type": "queue.push", "message": message}
+            group, {"type": PUSH_TYPE, "message": message}
         )
     except Exception:  # a push is best effort: clients also poll their position
         logger.exception("broadcast to %s failed", group)

@@ -18,6 +18,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from fairqueue.broadcast import PUSH_TYPE
 from fairqueue.redis import get_redis
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def _pubsub_prefix(layer: Any) -> str | None:
 
 
 def _envelope(message: dict) -> dict:
-    return {"type": "queue.push", "message": message}
+    return {"type": PUSH_TYPE, "message": message}
 
 
 def send_many(messages: list[tuple[str, dict]]) -> None:
