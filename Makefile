@@ -1,6 +1,6 @@
 # FairQueue developer entry points. Every target installs the project into .venv first
 # (again whenever pyproject.toml changes); PostgreSQL and Redis are embedded unless
-# DATABASE_URL / REDIS_URL are set (see fairqueue/devstack.py).
+# DATABASE_URL / REDIS_URL are set (see fairqueue/devstack/).
 
 PYTHON ?= python3
 VENV := .venv
