@@ -13,6 +13,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -111,4 +112,10 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         await super().dispatch(message)
 
     async def queue_push(self, event: dict[str, Any]) -> None:
-        await self.send_json(event["message"])
+        try:
+            await self.send_json(event["message"])
+        except Disconnected:
+            # The client left while the push was on its way (daphne raises;
+            # thousands of times per sale as buyers close the page). The
+            # disconnect message that follows cleans up; a push is best effort.
+            logger.debug("queue push to a closed socket dropped")

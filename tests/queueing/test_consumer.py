@@ -7,13 +7,14 @@ import uuid
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 
 from events.services import event_pause, event_resume
 from fairqueue.asgi import application
 from fairqueue.core.tokens import customer_token_issue
 from queueing import services
-from queueing.consumers import origin_allowed
+from queueing.consumers import QueueConsumer, origin_allowed
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read
 from tests.factories import CustomerFactory
@@ -212,3 +213,28 @@ def test_tick_pushes_take_the_pipelined_path_on_this_layer():
     from queueing.pushes import _pubsub_prefix
 
     assert _pubsub_prefix(get_channel_layer()) == "asgi"
+
+
+def test_a_push_to_a_socket_that_just_closed_is_dropped_quietly():
+    """daphne raises Disconnected when a push meets a socket the client has
+    closed; the consumer drops that push and goes on (its disconnect message
+    follows), instead of dying with a logged traceback."""
+    sent = []
+
+    async def closed_socket(message):
+        raise Disconnected("Attempt to send on a closed protocol")
+
+    async def open_socket(message):
+        sent.append(message)
+
+    consumer = QueueConsumer()
+    push = {"type": "queue.push", "message": {"type": "position", "served": 1}}
+
+    async def scenario():
+        consumer.base_send = closed_socket
+        await consumer.dispatch(push)
+        consumer.base_send = open_socket
+        await consumer.dispatch(push)
+
+    run(scenario)
+    assert sent == [{"type": "websocket.send", "text": '{"type": "position", "served": 1}'}]
