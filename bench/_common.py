@@ -12,12 +12,10 @@ import asyncio
 import base64
 import json
 import math
-import os
 import random
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -193,31 +191,3 @@ class Api:
                 await asyncio.sleep(min(8.0, 0.25 * 2**connect) * random.random() + 0.05)
                 continue
             return status, parsed
-
-
-def process_tree_cpu(roots: dict[str, int]) -> dict[str, float]:
-    """CPU seconds so far of each named process and all its descendants, read
-    from /proc (Linux). A child that exited and was reaped is counted too: its
-    time is in its parent's cutime/cstime."""
-    tick = os.sysconf("SC_CLK_TCK")
-    own: dict[int, float] = {}
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "; comm may hold spaces
-        own[int(entry.name)] = sum(int(x) for x in fields[11:15]) / tick  # utime..cstime
-        children[int(fields[1])].append(int(entry.name))
-    totals = {}
-    for name, root in roots.items():
-        total, todo = 0.0, [root]
-        while todo:
-            pid = todo.pop()
-            total += own.get(pid, 0.0)
-            todo.extend(children.get(pid, []))
-        totals[name] = total
-    return totals

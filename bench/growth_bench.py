@@ -53,8 +53,8 @@ if __package__ in (None, ""):
 os.environ.setdefault("LOG_LEVEL", "ERROR")  # this process only: gunicorn's is set apart
 
 from bench import queue_bench as qb
-from bench._common import percentile, process_tree_cpu
-from bench.stack import children_of, rss_mb
+from bench._common import percentile
+from bench.stack import children_of, process_tree_cpu, rss_mb
 
 AIM = 1.2  # issue 3: join p99 flat within 20 % from 1,000 to 1,000,000 waiting
 TICK_BATCH = 1_000  # timed besides the event's default batch

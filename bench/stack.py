@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -224,20 +226,42 @@ class LocalStack:
         self.redis_proc = None
 
 
-def children_of(pid: int) -> list[int]:
-    found = []
+def _proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, fields of /proc/<pid>/stat after "pid (comm)") of every process
+    (Linux). comm may hold spaces and parentheses: split after the last ')'."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            raw = (entry / "stat").read_text()
         except OSError:
             continue
-        # pid (comm) state ppid ...; comm may contain spaces: split after ')'
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return sorted(found)
+        yield int(entry.name), raw[raw.rindex(")") + 2 :].split()
+
+
+def children_of(pid: int) -> list[int]:
+    return sorted(child for child, fields in _proc_stats() if int(fields[1]) == pid)
+
+
+def process_tree_cpu(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process and all its descendants. A
+    child that exited and was reaped is counted too: its time is in its
+    parent's cutime/cstime."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own: dict[int, float] = {}
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, fields in _proc_stats():
+        own[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime..cstime
+        children[int(fields[1])].append(pid)
+    totals = {}
+    for name, root in roots.items():
+        total, todo = 0.0, [root]
+        while todo:
+            pid = todo.pop()
+            total += own.get(pid, 0.0)
+            todo.extend(children.get(pid, []))
+        totals[name] = total
+    return totals
 
 
 def rss_mb(pid: int) -> float:
