@@ -34,7 +34,8 @@ class EventClaimCreateView(APIView):
             403: error("admission_invalid (another event or customer), admission_expired."),
             404: error("event_not_found"),
             409: error(
-                "event_not_on_sale, already_claimed, claim_in_progress; or "
+                "event_not_on_sale, already_claimed (details.claim_id names the claim that "
+                "holds the tickets), claim_in_progress; or "
                 "idempotency_in_progress (see the Retry-After header)."
             ),
             410: error("sold_out"),

@@ -51,7 +51,10 @@ class QueueView(HotPathView):
             201: QueueJoinedSerializer,
             401: error("not_authenticated / invalid_token"),
             404: error("event_not_found"),
-            409: error("already_in_queue, already_claimed or event_not_on_sale"),
+            409: error(
+                "already_in_queue, event_not_on_sale, or already_claimed "
+                "(details.claim_id names the claim that holds the tickets)"
+            ),
         },
     )
     def post(self, request: Request, event_id: str) -> Response:
