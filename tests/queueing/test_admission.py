@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -159,16 +161,39 @@ def test_rerunning_a_tick_is_idempotent():
     assert (waiting_in_redis(event), admitted_in_redis(event)) == before[1:]
 
 
-def test_a_held_lock_skips_the_tick_and_only_its_owner_releases_it():
+def test_a_held_lock_skips_the_tick_and_only_its_owner_releases_it(settings):
+    settings.ADMISSION_INTERVAL_SECONDS = 0.4  # the tick waits 0.2 s for the lock
     event = make_event(tickets=10)
     join(event)
     store = queue_store()
     owner = store.lock_acquire(event_id=event.id, ttl_ms=10_000)
+    started = time.monotonic()
     assert services.admission_tick_event(event_id=event.id).skipped == "locked"
+    assert time.monotonic() - started >= 0.2
     assert statuses(event) == {"WAITING": 1}
     assert store.lock_release(event_id=event.id, token="someone-else") is False
     assert store.lock_release(event_id=event.id, token=owner) is True
     assert services.admission_tick_event(event_id=event.id).admitted == 1
+
+
+def test_a_tick_waits_for_a_lock_released_within_half_a_tick(settings):
+    """A full reconciliation holds the event's lock for seconds on a big
+    queue: the tick that meets it is delayed, not lost."""
+    settings.ADMISSION_INTERVAL_SECONDS = 2.0  # waits up to 1 s
+    event = make_event(tickets=10)
+    join(event)
+    store = queue_store()
+    owner = store.lock_acquire(event_id=event.id, ttl_ms=10_000)
+    releaser = threading.Timer(
+        0.3, store.lock_release, kwargs={"event_id": event.id, "token": owner}
+    )
+    releaser.start()
+    try:
+        report = services.admission_tick_event(event_id=event.id)
+    finally:
+        releaser.join()
+    assert (report.skipped, report.admitted) == ("", 1)
+    assert statuses(event) == {"ADMITTED": 1}
 
 
 def test_the_tick_records_its_rate_and_the_served_counter():
