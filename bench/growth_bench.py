@@ -30,7 +30,7 @@ holds only that size:
 CPU per request is that of this run's own processes only: the gunicorn master
 and workers, the PostgreSQL server behind DATABASE_URL and the Redis server
 behind REDIS_URL, read from /proc with their exited children. It is steadier
-than latency on a shared machine. The HTTP load generator is queue_bench.py's
+than latency on a shared machine. The HTTP load generator is bench/http_load.py's
 (wrk when installed, else its asyncio client).
 """
 
@@ -52,7 +52,9 @@ if __package__ in (None, ""):
 
 os.environ.setdefault("LOG_LEVEL", "ERROR")  # this process only: gunicorn's is set apart
 
+from bench import http_load as hl
 from bench import queue_bench as qb
+from bench import queue_setup as qs
 from bench._common import percentile
 from bench.stack import children_of, process_tree_cpu, rss_mb
 
@@ -81,13 +83,13 @@ def service_pids() -> dict[str, int]:
     which must run on this machine: their CPU is read from /proc."""
     from fairqueue.redis import get_redis
 
-    backend = qb._stat(sql("SELECT pg_backend_pid()")[0][0])
+    backend = hl._stat(sql("SELECT pg_backend_pid()")[0][0])
     pids = {
         "postgres": int(backend[2]) if backend and backend[0].startswith("postgres") else 0,
         "redis": int(get_redis().info("server")["process_id"]),
     }
     for name, pid in pids.items():
-        stat = qb._stat(pid) if pid else None
+        stat = hl._stat(pid) if pid else None
         if stat is None or not stat[0].startswith(name):
             raise SystemExit(f"{name} must run on this machine, outside a container")
     return pids
@@ -112,8 +114,8 @@ def settle() -> str:
 
 def fill(n: int, batches: list[int]) -> tuple[uuid.UUID, dict]:
     started = time.perf_counter()
-    event_id = qb.make_event(f"Growth {n}", tickets=max(batches), batch=batches[0])
-    qb.seed_waiting(event_id, f"g{n}", n)
+    event_id = qs.make_event(f"Growth {n}", tickets=max(batches), batch=batches[0])
+    qs.seed_waiting(event_id, f"g{n}", n)
     seeded = time.perf_counter() - started
     rebuilt = qb.rebuild(event_id)
     if rebuilt["waiting_added"] != n:
@@ -149,38 +151,38 @@ def readers(event_id: uuid.UUID, count: int) -> list[tuple[str, str]]:
 def load(url: str, method: str, requests: list[tuple[str, str]], clients: int, roots: dict):
     """One HTTP phase, with the CPU per request of our own processes."""
     before = process_tree_cpu(roots)
-    result = qb.http_load(url, method, requests, clients, roots["web"])
+    result = hl.http_load(url, method, requests, clients, roots["web"])
     after = process_tree_cpu(roots)
     result["cpu_us"] = {k: 1e6 * (after[k] - before[k]) / result["requests"] for k in roots}
     cpu = ", ".join(f"{k} {v:.0f}" for k, v in result["cpu_us"].items())
-    print(qb.fmt(result).split("\n")[0] + f"\n   CPU per request (us): {cpu}", flush=True)
+    print(hl.fmt(result).split("\n")[0] + f"\n   CPU per request (us): {cpu}", flush=True)
     return result
 
 
 def http_phases(event_id: uuid.UUID, n: int, args: argparse.Namespace, pids: dict) -> dict:
     out: dict = {}
-    server, url = qb.start_gunicorn(args.workers)
+    server, url = hl.start_gunicorn(args.workers)
     try:
         roots = {"web": server.pid, **pids}
-        tokens = qb.tokens_for(qb.make_customers(f"g{n}-join", args.warmup + args.join_tokens))
+        tokens = qs.tokens_for(qs.make_customers(f"g{n}-join", args.warmup + args.join_tokens))
         join_path = f"/api/v1/events/{event_id}/queue/"
         read_path = f"/api/v1/events/{event_id}/queue/position/"
         for method, path in (("POST", join_path), ("GET", read_path)):
             warm = [(path, t) for t in tokens[: args.warmup]]
-            qb.http_load(url, method, warm, args.clients, server.pid)
+            hl.http_load(url, method, warm, args.clients, server.pid)
 
         print(f"   joins, {args.clients} clients:", flush=True)
         joins = [(join_path, t) for t in tokens[args.warmup :]]
         out["join"] = load(url, "POST", joins, args.clients, roots)
         out["line"] = readers(event_id, args.readers)
-        reader_tokens = qb.tokens_for(out["line"])
+        reader_tokens = qs.tokens_for(out["line"])
         random.shuffle(reader_tokens)
         print(f"   position reads by {len(reader_tokens):,} customers, front to back:")
         reads = [(read_path, reader_tokens[i % len(reader_tokens)]) for i in range(args.reads)]
         out["read"] = load(url, "GET", reads, args.clients, roots)
         out["web_rss"] = [rss_mb(pid) for pid in children_of(server.pid)]
     finally:
-        qb.stop(server)
+        hl.stop(server)
     return out
 
 
@@ -202,7 +204,7 @@ def direct(event_id: uuid.UUID, n: int, count: int, line: list[tuple[str, str]])
     """queue_join and queue_position called one at a time from this process."""
     from queueing.services import queue_join, queue_position
 
-    joiners = [c for c, _ in qb.make_customers(f"g{n}-direct", count + WARM_CALLS)]
+    joiners = [c for c, _ in qs.make_customers(f"g{n}-direct", count + WARM_CALLS)]
     reading = [line[i % len(line)][0] for i in range(count + WARM_CALLS)]
     out = {}
     for name, call, customers in (("join", queue_join, joiners), ("read", queue_position, reading)):
@@ -284,7 +286,7 @@ def one_size(n: int, args: argparse.Namespace, pids: dict, batches: list[int]) -
     finally:
         if not (args.embedded and n == args.sizes[-1]):
             started = time.perf_counter()
-            qb.cleanup([event_id])
+            qs.cleanup([event_id])
             settle()
             print(f"   (deleted and vacuumed in {time.perf_counter() - started:.1f} s)", flush=True)
     return result
@@ -387,22 +389,22 @@ def main() -> None:
     add("--python-client", action="store_true", help="never use wrk")
     args = parser.parse_args()
     args.sizes = sorted({int(s.replace("_", "")) for s in args.growth.split(",")})
-    qb.USE_WRK = not args.python_client and shutil.which("wrk") is not None
-    qb.WRK_SECONDS = args.seconds
+    hl.USE_WRK = not args.python_client and shutil.which("wrk") is not None
+    hl.WRK_SECONDS = args.seconds
     # wrk runs for --seconds and must not run out of fresh customers (a
     # customer's second join is a 409): give it plenty.
-    args.join_tokens = max(args.joins, 3_000 * args.seconds) if qb.USE_WRK else args.joins
+    args.join_tokens = max(args.joins, 3_000 * args.seconds) if hl.USE_WRK else args.joins
 
     stack = embedded_services() if args.embedded else None
     try:
         for var in ("DATABASE_URL", "REDIS_URL"):
             if var not in os.environ:
                 raise SystemExit(f"{var} must be set (a throwaway database), or use --embedded")
-        qb.django_setup()
+        qs.django_setup()
         from events.models import Event
 
         batches = sorted({Event._meta.get_field("admission_batch_size").default, TICK_BATCH})
-        generator = f"wrk, {args.seconds} s a phase" if qb.USE_WRK else "asyncio client"
+        generator = f"wrk, {args.seconds} s a phase" if hl.USE_WRK else "asyncio client"
         print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
         print(f"load: {generator}, {args.clients} clients; gunicorn {args.workers} sync workers")
         pids = service_pids()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+import resource
 from collections import defaultdict
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +143,130 @@ def plot(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def print_results(
+    args: argparse.Namespace, result: dict, checks: list, counts: dict, settle: float, env: dict
+) -> dict:
+    rec, sale, monitor = result["rec"], result["sale"], result["monitor"]
+    summary = rec.summary()
+    print("\n=== flash sale results ===")
+    print(
+        f"customers {args.customers:,} (WebSocket {min(args.ws_customers, args.customers):,}), "
+        f"tickets {result['inventory']:,}, batch {args.batch_size}, "
+        f"window {args.window_seconds} s, "
+        f"in flight: {args.concurrency} joins, {args.poll_concurrency} polls, "
+        f"{args.purchase_concurrency} purchase requests"
+    )
+    settings = {
+        k: env[k]
+        for k in sorted(env)
+        if k.endswith(("_SECONDS", "WEB_CONCURRENCY")) or k == "DJANGO_DEBUG"
+    }
+    if settings:
+        print("stack settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    print("\nper endpoint (whole run):")
+    print(endpoint_table(summary))
+    print("\nerrors by endpoint, status and code:")
+    print(error_table(rec))
+    marks = monitor.marks
+    print("\ntimes (seconds since the first customer arrived):")
+    joins = rec.samples.get("join", [])
+    if joins:
+        print(f"  all joins answered      {max(s.t + s.latency for s in joins):8.1f}")
+    for label in ("all held", "sold out"):
+        print(
+            f"  {label:<23} {marks[label]:8.1f}"
+            if label in marks
+            else f"  {label:<23}      not reached"
+        )
+    print(f"  sale stopped            {result['ended_at']:8.1f}")
+    print(
+        f"  reconciliation settled  {settle:8.1f} s after the stop"
+        if settle >= 0
+        else "  NOT settled"
+    )
+    print("\nadmission to client (admitted_at of the tick -> client received):")
+    print(f"  WebSocket push   {latency_line(result['push_latency'])}")
+    print(f"  position poll    {latency_line(result['poll_latency'])}")
+    print(
+        "  pay at gateway -> claim CONFIRMED in Postgres " + latency_line(result["confirm_latency"])
+    )
+    print(f"  pay at gateway -> client sees CONFIRMED     {latency_line(sale.confirm_latency)}")
+    print(f"\nWebSocket messages received: {dict(sale.ws_messages)}")
+    via = {k: v for k, v in sale.counts.items() if k.startswith("admitted_via_")}
+    print(f"admission learnt by: {via}")
+    outcomes = {k.split(":", 1)[1]: v for k, v in sale.counts.items() if k.startswith("outcome:")}
+    print(f"customer outcomes: {dict(sorted(outcomes.items(), key=lambda kv: -kv[1]))}")
+    print(f"status counts: {counts}")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    client_cpu = usage.ru_utime + usage.ru_stime
+    print(
+        f"load generator CPU: {client_cpu:.0f} s over {result['ended_at']:.0f} s of sale "
+        f"({client_cpu / max(result['ended_at'], 1):.2f} cores on average), "
+        f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
+    )
+    if monitor.peak_rss:
+        print(
+            "peak RSS MB: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(monitor.peak_rss.items()))
+        )
+    for fault in result["faults"]:
+        heal = fault.heal_seconds
+        print(
+            f"\nfault {fault.name}: injected at {fault.injected_at:.1f} s, "
+            f"ended {fault.ended_at:.1f} s, "
+            f"healed {'NOT' if heal is None else f'{heal:.1f} s'} after (components {fault.heal})"
+        )
+        for note in fault.notes:
+            print(f"  - {note}")
+    print("\ninvariants:")
+    for check in checks:
+        print(check.line())
+    ok = all(c.ok for c in checks)
+    print(f"\nRESULT: {'all invariants hold' if ok else 'INVARIANT FAILED'}")
+    return {
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "stack_settings": settings,
+        "endpoints": summary,
+        "errors": [
+            {"endpoint": e, "status": s, "code": c, "count": n}
+            for (e, s, c), n in rec.errors.items()
+        ],
+        "marks": marks,
+        "ended_at": result["ended_at"],
+        "settle_seconds": settle,
+        "push_latency_ms": _pcts(result["push_latency"]),
+        "poll_latency_ms": _pcts(result["poll_latency"]),
+        "confirm_latency_ms": _pcts(result["confirm_latency"]),
+        "confirm_seen_latency_ms": _pcts(sale.confirm_latency),
+        "ws_messages": dict(sale.ws_messages),
+        "outcomes": outcomes,
+        "status_counts": counts,
+        "peak_rss_mb": monitor.peak_rss,
+        "client_cpu_seconds": client_cpu,
+        "faults": [
+            {
+                "name": f.name,
+                "injected_at": f.injected_at,
+                "ended_at": f.ended_at,
+                "heal": f.heal,
+                "heal_seconds": f.heal_seconds,
+                "notes": f.notes,
+            }
+            for f in result["faults"]
+        ],
+        "invariants": [asdict(c) for c in checks],
+        "ok": ok,
+    }
+
+
+def _pcts(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    v = sorted(values)
+    return {
+        "n": len(v),
+        "p50": percentile(v, 50) * 1000,
+        "p99": percentile(v, 99) * 1000,
+        "max": v[-1] * 1000,
+    }

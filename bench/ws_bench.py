@@ -36,12 +36,9 @@ Figures (every latency) also go to bench/out/ws/ as JSON, daphne's log too.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
-import multiprocessing as mp
 import os
-import resource
 import secrets
 import signal
 import subprocess
@@ -56,172 +53,14 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import aiohttp
-
-from bench._common import jwt_claims, percentile
+from bench._common import percentile
 from bench.stack import BENCH_STACK_ENV, healthz_ok
+from bench.ws_clients import Orchestrator, raise_nofile
 from fairqueue import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out" / "ws"
 AIM_P99_SECONDS = 2.0  # the admission push, from the tick's start, at 10,000 connections
-
-
-def raise_nofile() -> int:
-    """Soft RLIMIT_NOFILE up to the hard limit (children inherit it)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        soft = hard
-    return soft
-
-
-# --- the clients (a process of their own; no Django here) ---------------------------------
-
-
-class Socket:
-    __slots__ = ("admitted_at", "closed_at", "customer", "first_at", "handshake", "started")
-    __slots__ += ("served_at", "token", "ws")
-
-    def __init__(self, customer: str, token: str) -> None:
-        self.customer, self.token = customer, token
-        self.ws: Any = None
-        self.started = self.handshake = self.first_at = 0.0
-        self.admitted_at: float | None = None
-        self.closed_at: float | None = None
-        self.served_at: dict[int, float] = {}
-
-
-class Clients:
-    """Opens the sockets, stamps every message on arrival, answers the
-    orchestrator's commands over a pipe."""
-
-    def __init__(self, conn: Any, url: str, customers: list[tuple[str, str]], concurrency: int):
-        self.conn, self.url, self.concurrency = conn, url, concurrency
-        self.sockets = [Socket(c, t) for c, t in customers]
-        self.counts: Counter = Counter()
-        self.served_count: Counter = Counter()  # served value -> broadcasts received
-        self.admitted_total = self.first_total = self.opened = 0
-        self.closing = False
-
-    async def run(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector) as session:
-            self.session = session
-            sem = asyncio.Semaphore(self.concurrency)
-            await asyncio.gather(*(self._open(s, sem) for s in self.sockets))
-            self.opened = sum(1 for s in self.sockets if s.ws is not None)
-            deadline = time.monotonic() + 120
-            while self.first_total < self.opened and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            self.conn.send(("connected", self._connect_summary()))
-            while True:
-                command, *args = await asyncio.to_thread(self.conn.recv)
-                if command == "tick":
-                    self.conn.send(("tick", await self._await_tick(*args)))
-                elif command == "finish":
-                    self.conn.send(("records", self._records()))
-                    self.closing = True
-                    await asyncio.gather(
-                        *(s.ws.close() for s in self.sockets if s.ws is not None),
-                        return_exceptions=True,
-                    )
-                    return
-
-    async def _open(self, s: Socket, sem: asyncio.Semaphore) -> None:
-        async with sem:
-            for attempt in range(4):
-                s.started = time.monotonic()
-                try:
-                    s.ws = await self.session.ws_connect(
-                        f"{self.url}?token={s.token}", autoping=True, max_msg_size=0
-                    )
-                    s.handshake = time.monotonic() - s.started
-                    break
-                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                    self.counts[f"connect_error:{type(exc).__name__}"] += 1
-                    await asyncio.sleep(0.2 * 2**attempt)
-        if s.ws is not None:
-            asyncio.create_task(self._read(s))  # noqa: RUF006 - lives as long as the socket
-
-    async def _read(self, s: Socket) -> None:
-        async for msg in s.ws:
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                self._on_message(s, msg.data, time.monotonic())
-        s.closed_at = time.monotonic()
-        if not self.closing:
-            self.counts[f"error:closed_by_server:{s.ws.close_code}"] += 1
-
-    def _on_message(self, s: Socket, raw: str, now: float) -> None:
-        message = json.loads(raw)
-        kind = message.get("type")
-        if not s.first_at:
-            s.first_at = now
-            self.first_total += 1
-            if (kind, message.get("status")) != ("position", "WAITING"):
-                self.counts[f"error:bad_snapshot:{kind}:{message.get('status')}"] += 1
-        elif kind == "admitted":
-            if s.admitted_at is not None:
-                self.counts["error:admitted_twice"] += 1
-                return
-            if jwt_claims(message.get("admission_token", "")).get("sub") != s.customer:
-                self.counts["error:admitted_with_someone_elses_token"] += 1
-                return
-            s.admitted_at = now
-            self.admitted_total += 1
-        elif kind == "position" and "status" not in message:  # the per-tick broadcast
-            served = message.get("served")
-            if served in s.served_at:
-                self.counts["error:broadcast_twice"] += 1
-                return
-            s.served_at[served] = now
-            self.served_count[served] += 1
-        else:
-            self.counts[f"other:{kind}"] += 1
-
-    def _connect_summary(self) -> dict[str, Any]:
-        opened = [s for s in self.sockets if s.ws is not None]
-        return {
-            "opened": len(opened),
-            "first": self.first_total,
-            "handshake": [s.handshake for s in opened],
-            "first_message": [s.first_at - s.started for s in opened if s.first_at],
-            "counts": dict(self.counts),
-        }
-
-    async def _await_tick(self, served: int, admitted_expected: int, deadline: float) -> dict:
-        """Until every open socket has the broadcast of ``served`` and the
-        admitted pushes add up to ``admitted_expected``, or the deadline."""
-        while time.monotonic() < deadline:
-            if (
-                self.served_count[served] >= self.opened
-                and self.admitted_total >= admitted_expected
-            ):
-                break
-            await asyncio.sleep(0.01)
-        return {"broadcasts": self.served_count[served], "admitted": self.admitted_total}
-
-    def _records(self) -> dict[str, Any]:
-        return {
-            "sockets": {
-                s.customer: (s.ws is not None, s.admitted_at, s.served_at, s.closed_at)
-                for s in self.sockets
-            },
-            "counts": dict(self.counts),
-            "cpu_seconds": time.process_time(),
-        }
-
-
-def client_process(conn: Any, url: str, customers: list[tuple[str, str]], concurrency: int) -> None:
-    raise_nofile()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the orchestrator stops us
-    clients = Clients(conn, url, customers, concurrency)
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(clients.run())
-    else:
-        uvloop.run(clients.run())
 
 
 # --- the orchestrator ---------------------------------------------------------------------
@@ -275,7 +114,7 @@ def start_daphne(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
 
 
 def daphne_stats(pid: int) -> dict[str, float]:
-    from bench.queue_bench import cpu_snapshot
+    from bench.http_load import cpu_snapshot
 
     status = Path(f"/proc/{pid}/status").read_text().splitlines()
     kb = {line.split(":")[0]: int(line.split()[1]) for line in status if line.startswith("Vm")}
@@ -292,7 +131,8 @@ def seed(connections: int, batch: int) -> tuple[uuid.UUID, list[tuple[str, str]]
     Postgres (one statement) and in Redis (the rebuild); their tokens."""
     from django.db import connection
 
-    from bench.queue_bench import make_event, rebuild, seed_waiting, tokens_for
+    from bench.queue_bench import rebuild
+    from bench.queue_setup import make_event, seed_waiting, tokens_for
     from fairqueue.core.models import Customer
     from queueing.models import QueueEntry
 
@@ -323,40 +163,6 @@ def ms(values: list[float], *qs: int) -> str:
         return "n/a"
     parts = [f"p{q} {percentile(values, q) * 1000:.0f}" for q in qs]
     return ", ".join(parts) + f", max {values[-1] * 1000:.0f} ms (n={len(values):,})"
-
-
-class Orchestrator:
-    def __init__(self, args: argparse.Namespace, url: str, customers: list[tuple[str, str]]):
-        self.args = args
-        ctx = mp.get_context("spawn")
-        self.pipes, self.procs = [], []
-        self.part: dict[str, int] = {}  # customer -> client process
-        for i in range(args.client_procs):
-            share = customers[i :: args.client_procs]
-            self.part.update((c, i) for c, _ in share)
-            here, there = ctx.Pipe()
-            proc = ctx.Process(
-                target=client_process,
-                args=(there, url, share, max(1, args.connect_concurrency // args.client_procs)),
-                daemon=True,
-            )
-            proc.start()
-            self.pipes.append(here)
-            self.procs.append(proc)
-
-    def ask(self, messages: list[tuple] | tuple) -> list[Any]:
-        for i, pipe in enumerate(self.pipes):
-            pipe.send(messages[i] if isinstance(messages, list) else messages)
-        return [pipe.recv()[1] for pipe in self.pipes]
-
-    def connected(self) -> list[dict]:
-        return [pipe.recv()[1] for pipe in self.pipes]
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
 
 
 def run_ticks(
@@ -452,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
         os.environ.update(env)  # this process mints the tokens and runs the ticks
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
-        from bench.queue_bench import django_setup
+        from bench.queue_setup import django_setup
 
         django_setup()
         daphne, port = start_daphne(env)
@@ -538,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             devstack.stop_groups([daphne])
         own_postgres = any(s.env_var == "DATABASE_URL" for s in stack.servers)
         if event_id is not None and not args.keep and not own_postgres:
-            from bench.queue_bench import cleanup
+            from bench.queue_setup import cleanup
 
             cleanup([event_id])
         stack.close()

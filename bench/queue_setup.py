@@ -1,0 +1,152 @@
+"""Data setup for the waiting-room benchmarks: Django, a live event, customers
+and WAITING entries filled in bulk, their tokens, and the cleanup after.
+
+Importing it sets the environment those need (settings module, the shared
+secret key), before Django loads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+# The bench mints customer tokens and the server checks them: one key for both.
+os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-" + "k" * 40)
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+EMAIL_DOMAIN = "bench.invalid"
+
+
+def django_setup() -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def make_event(name: str, *, tickets: int, batch: int) -> uuid.UUID:
+    from django.utils import timezone
+
+    from events.models import Organizer
+    from events.services import TierSpec, event_activate, event_create
+
+    organizer, _ = Organizer.objects.get_or_create(name="Benchmark organizer")
+    now = timezone.now()
+    event = event_create(
+        organizer=organizer,
+        name=f"{name} {uuid.uuid4().hex[:8]}",
+        sale_start=now - timedelta(minutes=1),
+        sale_end=now + timedelta(days=1),
+        tiers=[TierSpec("General", 1_000_00, tickets)],
+        admission_batch_size=batch,
+        max_active_admitted=1_000_000,
+    )
+    event_activate(event_id=event.id)
+    return event.id
+
+
+def make_customers(tag: str, n: int) -> list[tuple[str, str]]:
+    """n customers in one statement; returns (id, email)."""
+    from django.db import connection
+
+    from fairqueue.core.models import Customer
+
+    table = Customer._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (id, email, created_at) "  # noqa: S608
+            "SELECT gen_random_uuid(), %s || i || %s, now() FROM generate_series(1, %s) i "
+            "RETURNING id::text, email",
+            [f"bench-{tag}-", f"@{EMAIL_DOMAIN}", n],
+        )
+        return cursor.fetchall()
+
+
+def seed_waiting(event_id: uuid.UUID, tag: str, n: int) -> None:
+    """n WAITING entries (and their customers) straight in Postgres, ahead of
+    any later joiner, in batches."""
+    from django.db import connection
+
+    from fairqueue.core.models import Customer
+    from queueing.models import QueueEntry
+
+    customers, entries = Customer._meta.db_table, QueueEntry._meta.db_table
+    base = time.time_ns() // 1000 - 10**10
+    step = 250_000
+    with connection.cursor() as cursor:
+        for start in range(0, n, step):
+            count = min(step, n - start)
+            cursor.execute(
+                f"WITH c AS (INSERT INTO {customers} (id, email, created_at) "  # noqa: S608
+                "SELECT gen_random_uuid(), %s || i || %s, now() "
+                "FROM generate_series(%s, %s) i RETURNING id) "
+                f"INSERT INTO {entries} (id, event_id, customer_id, status, score, prequeue, "
+                "joined_at) SELECT gen_random_uuid(), %s, c.id, 'WAITING', "
+                "%s + row_number() OVER (), false, now() FROM c",
+                [
+                    f"bench-{tag}-",
+                    f"@{EMAIL_DOMAIN}",
+                    start + 1,
+                    start + count,
+                    event_id,
+                    base + start,
+                ],
+            )
+        cursor.execute("ANALYZE " + entries)
+
+
+def tokens_for(customers: list[tuple[str, str]]) -> list[str]:
+    from fairqueue.core.tokens import customer_token_issue
+
+    return [customer_token_issue(customer_id=uuid.UUID(c), email=e)[0] for c, e in customers]
+
+
+def cleanup(event_ids: list[uuid.UUID]) -> None:
+    from django.db import connection
+
+    from events.models import Event, Ticket, TicketTier
+    from fairqueue.core.models import Customer
+    from fairqueue.redis import get_redis
+    from queueing.models import QueueEntry
+
+    ids = [str(e) for e in event_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {QueueEntry._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {Ticket._meta.db_table} WHERE tier_id IN "  # noqa: S608
+            f"(SELECT id FROM {TicketTier._meta.db_table} WHERE event_id::text = ANY(%s))",
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {TicketTier._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {Event._meta.db_table} WHERE id::text = ANY(%s)",  # noqa: S608
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {QueueEntry._meta.db_table} WHERE customer_id IN "  # noqa: S608
+            f"(SELECT id FROM {Customer._meta.db_table} WHERE email LIKE %s)",
+            [f"bench-%@{EMAIL_DOMAIN}"],
+        )
+        cursor.execute(
+            f"DELETE FROM {Customer._meta.db_table} WHERE email LIKE %s",  # noqa: S608
+            [f"bench-%@{EMAIL_DOMAIN}"],
+        )
+    r = get_redis()
+    for event_id in ids:
+        keys = list(r.scan_iter(match=f"fq:{{{event_id}}}:*", count=1000))
+        if keys:
+            r.delete(*keys)
