@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
 from django.db.models import Sum
 
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
 from events.models import Ticket, TicketTier
 from fairqueue.errors import Conflict, NotFound
+from fairqueue.snapshots import SnapshotCache
 
 
 def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
@@ -63,20 +61,7 @@ class TierSnapshot:
     max_tickets_per_customer: int
 
 
-_tier_cache: dict[str, tuple[float, TierSnapshot | None]] = {}
-_tier_cache_lock = threading.Lock()
-
-
-def tier_snapshot(*, tier_id: object) -> TierSnapshot | None:
-    """The tier and its event (None when unknown), cached per process for
-    ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path does not
-    read them every time. A stale answer cannot sell what is not there: the
-    claim transaction itself checks the admission and takes ticket rows."""
-    key = str(tier_id)
-    now = time.monotonic()
-    cached = _tier_cache.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
+def _load_tier(tier_id: object) -> TierSnapshot | None:
     row = (
         TicketTier.objects.filter(pk=tier_id)
         .values_list(
@@ -91,18 +76,22 @@ def tier_snapshot(*, tier_id: object) -> TierSnapshot | None:
         )
         .first()
     )
-    snapshot = TierSnapshot(*row) if row else None
-    ttl = float(getattr(settings, "CLAIMS_TIER_CACHE_SECONDS", 1.0))
-    with _tier_cache_lock:
-        if len(_tier_cache) > 10_000:  # a flood of unknown ids must not grow it forever
-            _tier_cache.clear()
-        _tier_cache[key] = (now + ttl, snapshot)
-    return snapshot
+    return TierSnapshot(*row) if row else None
+
+
+_tiers = SnapshotCache(_load_tier, ttl_setting="CLAIMS_TIER_CACHE_SECONDS")
+
+
+def tier_snapshot(*, tier_id: object) -> TierSnapshot | None:
+    """The tier and its event (None when unknown), cached per process for
+    ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path does not
+    read them every time. A stale answer cannot sell what is not there: the
+    claim transaction itself checks the admission and takes ticket rows."""
+    return _tiers.get(tier_id)
 
 
 def tier_snapshot_forget() -> None:
-    with _tier_cache_lock:
-        _tier_cache.clear()
+    _tiers.forget()
 
 
 def event_has_free_ticket(*, event_id: object) -> bool:

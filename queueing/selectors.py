@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +11,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from events.models import Event
+from fairqueue.snapshots import SnapshotCache
 from queueing.domain import LIVE_STATUSES, QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -32,21 +31,7 @@ class EventSnapshot:
     admission_batch_size: int
 
 
-_cache: dict[str, tuple[float, EventSnapshot | None]] = {}
-_cache_lock = threading.Lock()
-
-
-def _cache_seconds() -> float:
-    return float(getattr(settings, "QUEUE_EVENT_CACHE_SECONDS", 1.0))
-
-
-def event_snapshot(*, event_id: uuid.UUID | str) -> EventSnapshot | None:
-    """The event (None when unknown), at most ``QUEUE_EVENT_CACHE_SECONDS`` old."""
-    key = str(event_id)
-    now = time.monotonic()
-    cached = _cache.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
+def _load_event(event_id: object) -> EventSnapshot | None:
     row = (
         Event.objects.filter(pk=event_id)
         .values_list(
@@ -54,20 +39,19 @@ def event_snapshot(*, event_id: uuid.UUID | str) -> EventSnapshot | None:
         )
         .first()
     )
-    snapshot = EventSnapshot(*row) if row else None
-    with _cache_lock:
-        if len(_cache) > 10_000:  # a flood of unknown ids must not grow it forever
-            _cache.clear()
-        _cache[key] = (now + _cache_seconds(), snapshot)
-    return snapshot
+    return EventSnapshot(*row) if row else None
+
+
+_events = SnapshotCache(_load_event, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
+
+
+def event_snapshot(*, event_id: uuid.UUID | str) -> EventSnapshot | None:
+    """The event (None when unknown), at most ``QUEUE_EVENT_CACHE_SECONDS`` old."""
+    return _events.get(event_id)
 
 
 def event_snapshot_forget(event_id: uuid.UUID | str | None = None) -> None:
-    with _cache_lock:
-        if event_id is None:
-            _cache.clear()
-        else:
-            _cache.pop(str(event_id), None)
+    _events.forget(event_id)
 
 
 def fallback_rate(*, batch_size: int) -> float:

@@ -1,0 +1,54 @@
+"""The per-process snapshot cache of the hot paths (events for the queue,
+tiers for claims), read from real rows."""
+
+import time
+import uuid
+
+import pytest
+
+from claims.selectors import tier_snapshot, tier_snapshot_forget
+from events.models import Event
+from fairqueue import snapshots
+from queueing.selectors import event_snapshot, event_snapshot_forget
+from tests.factories import TierFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _empty_caches():
+    event_snapshot_forget()
+    tier_snapshot_forget()
+    yield
+    event_snapshot_forget()
+    tier_snapshot_forget()
+
+
+def test_a_tier_is_read_once_per_ttl_then_again(settings, django_assert_num_queries):
+    settings.CLAIMS_TIER_CACHE_SECONDS = 0.2
+    tier = TierFactory()
+    assert tier_snapshot(tier_id=tier.id).event_status == "ACTIVE"
+    Event.objects.filter(pk=tier.event_id).update(status="PAUSED")
+    with django_assert_num_queries(0):
+        assert tier_snapshot(tier_id=tier.id).event_status == "ACTIVE"
+    time.sleep(0.25)
+    assert tier_snapshot(tier_id=tier.id).event_status == "PAUSED"
+
+
+def test_an_unknown_id_is_cached_as_none(settings, django_assert_num_queries):
+    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    unknown = uuid.uuid4()
+    assert event_snapshot(event_id=unknown) is None
+    with django_assert_num_queries(0):
+        assert event_snapshot(event_id=unknown) is None
+
+
+def test_a_flood_of_ids_empties_the_cache_instead_of_growing_it(settings, monkeypatch):
+    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    monkeypatch.setattr(snapshots, "MAX_ENTRIES", 3)
+    cache = snapshots.SnapshotCache(lambda key: key, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
+    for n in range(10):
+        cache.get(n)
+        assert len(cache._entries) <= 4
+    cache.forget(9)
+    assert "9" not in cache._entries
