@@ -52,7 +52,7 @@ from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
 from queueing.domain import QueueStatus, admission_capacity
 from queueing.models import QueueEntry
-from queueing.pushes import send_many
+from queueing.pushes import send_expired, send_many
 from queueing.store import queue_store
 from queueing.tokens import admission_tokens_issue
 
@@ -213,15 +213,7 @@ def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None)
         queue_store().release_admitted(event_id=event_id, customer_ids=customers)
     except redis.RedisError:
         logger.warning("admission expiry: redis unavailable; reconciliation will heal")
-    send_many(
-        [
-            (
-                customer_group(event_id, c),
-                {"type": "expired", "event_id": str(event_id), "reason": "admission_window"},
-            )
-            for c in customers
-        ]
-    )
+    send_expired(event_id=event_id, customer_ids=customers, reason="admission_window")
     logger.info("admissions expired event=%s count=%s", event_id, len(rows))
     return len(rows)
 

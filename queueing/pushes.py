@@ -18,7 +18,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from fairqueue.broadcast import PUSH_TYPE
+from fairqueue.broadcast import PUSH_TYPE, customer_group
 from fairqueue.redis import get_redis
 
 logger = logging.getLogger(__name__)
@@ -68,3 +68,17 @@ def send_many(messages: list[tuple[str, dict]]) -> None:
         async_to_sync(send)()
     except Exception:
         logger.exception("queue pushes failed (%s messages)", len(messages))
+
+
+def send_expired(*, event_id: object, customer_ids: list, reason: str) -> None:
+    """Tell each customer their admission is over (``admission_window`` or
+    ``sale_ended``), on their own group."""
+    send_many(
+        [
+            (
+                customer_group(event_id, customer_id),
+                {"type": "expired", "event_id": str(event_id), "reason": reason},
+            )
+            for customer_id in customer_ids
+        ]
+    )

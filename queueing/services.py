@@ -22,7 +22,6 @@ from claims.domain import HOLDING_STATUSES
 from claims.models import Claim
 from claims.selectors import already_claimed
 from events.domain import in_prequeue, is_on_sale
-from fairqueue.broadcast import customer_group
 from fairqueue.errors import Conflict, Forbidden, InvalidTransition, NotFound, Unauthenticated
 from queueing.admission import (  # noqa: F401  (re-exported: services are the door for writes)
     admission_tick_all,
@@ -32,7 +31,7 @@ from queueing.admission import (  # noqa: F401  (re-exported: services are the d
 )
 from queueing.domain import LIVE_STATUSES, QueueStatus, eta_seconds
 from queueing.models import QueueEntry
-from queueing.pushes import send_many
+from queueing.pushes import send_expired
 from queueing.rebuild import (  # noqa: F401  (re-exported)
     queue_rebuild,
     queue_reconcile_all,
@@ -326,14 +325,6 @@ def queue_close(*, event_id: uuid.UUID | str) -> int:
         queue_store().drop_event(event_id=event_id)
     except redis.RedisError:
         logger.warning("queue close: redis unavailable; reconciliation will drop the sets")
-    send_many(
-        [
-            (
-                customer_group(event_id, customer_id),
-                {"type": "expired", "event_id": str(event_id), "reason": "sale_ended"},
-            )
-            for customer_id in admitted
-        ]
-    )
+    send_expired(event_id=event_id, customer_ids=admitted, reason="sale_ended")
     logger.info("queue closed event=%s expired=%s", event_id, closed)
     return closed

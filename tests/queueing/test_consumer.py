@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 
-from events.services import event_pause, event_resume
+from events.services import event_end, event_pause, event_resume
 from fairqueue.asgi import application
 from fairqueue.core.tokens import customer_token_issue
 from queueing import services
@@ -238,3 +238,23 @@ def test_a_push_to_a_socket_that_just_closed_is_dropped_quietly():
 
     run(scenario)
     assert sent == [{"type": "websocket.send", "text": '{"type": "position", "served": 1}'}]
+
+
+def test_an_admitted_customer_hears_expired_when_the_sale_ends():
+    event = make_event(tickets=5)
+    customer, _ = join(event)
+    services.admission_tick_event(event_id=event.id)
+
+    async def scenario():
+        ws = communicator(event.id, token_of(customer))
+        assert (await ws.connect())[0]
+        await ws.receive_json_from()  # the snapshot
+        await sync_to_async(event_end)(event_id=event.id)
+        messages = [await ws.receive_json_from(2), await ws.receive_json_from(2)]
+        await ws.disconnect()
+        return messages
+
+    messages = run(scenario)
+    expired = {"type": "expired", "event_id": str(event.id), "reason": "sale_ended"}
+    assert expired in messages
+    assert QueueEntry.objects.get(customer=customer).status == "EXPIRED"
