@@ -20,7 +20,7 @@ from fairqueue.core.models import Customer
 from payments.models import Payment
 from payments.paystack import sign
 from payments.sandbox import SandboxServer
-from tests.factories import CustomerFactory, TierFactory
+from tests.factories import CustomerFactory, TierFactory, bearer
 
 WEBHOOK_PATH = "/api/v1/webhooks/paystack/"
 
@@ -102,6 +102,16 @@ def make_claim(
     assert len(free) == quantity, "the tier has no free tickets left"
     Ticket.objects.filter(id__in=free).update(claim=claim)
     return claim
+
+
+def pending_payment(api, claim: Claim | None = None) -> Payment:
+    """A PENDING payment of ``claim`` (a new one by default), made through the API."""
+    claim = claim or make_claim()
+    response = api.post(
+        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
+    )
+    assert response.status_code == 201, response.json()
+    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 def held_tickets(claim: Claim) -> int:

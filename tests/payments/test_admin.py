@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent
-from tests.factories import UserFactory, bearer
-from tests.payments.conftest import held_tickets, make_claim, reload
+from tests.factories import UserFactory
+from tests.payments.conftest import held_tickets, pending_payment, reload
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +23,6 @@ def staff(client):
     user = UserFactory(username="ada", is_superuser=True)
     client.force_login(user)
     return client
-
-
-def pending_payment(api, claim=None) -> Payment:
-    claim = claim or make_claim()
-    response = api.post(
-        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
-    )
-    assert response.status_code == 201, response.json()
-    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 def listed(response) -> set[str]:

@@ -12,19 +12,9 @@ from claims.services import claims_expire
 from fairqueue.faults import InjectedFault, fault_armed
 from payments.models import Payment
 from payments.services import payment_initialize, payment_settle_before_expiry
-from tests.factories import bearer
-from tests.payments.conftest import held_tickets, make_claim, reload
+from tests.payments.conftest import held_tickets, make_claim, pending_payment, reload
 
 pytestmark = pytest.mark.django_db
-
-
-def pending_payment(api, claim=None) -> Payment:
-    claim = claim or make_claim()
-    response = api.post(
-        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
-    )
-    assert response.status_code == 201, response.json()
-    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 def expire(claim: Claim) -> None:

@@ -8,18 +8,17 @@ from claims.domain import ClaimStatus, ReleaseReason
 from claims.services import claim_release
 from events.models import Ticket
 from payments.models import Payment
-from tests.factories import CustomerFactory, TierFactory, bearer
-from tests.payments.conftest import held_tickets, make_claim, post_webhook, reload, transitions
+from tests.factories import CustomerFactory, TierFactory
+from tests.payments.conftest import (
+    held_tickets,
+    make_claim,
+    pending_payment,
+    post_webhook,
+    reload,
+    transitions,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-def pending_payment(api, claim) -> Payment:
-    response = api.post(
-        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
-    )
-    assert response.status_code == 201, response.json()
-    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 def deliver_success(client, sandbox, payment):

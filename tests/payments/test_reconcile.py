@@ -12,8 +12,14 @@ from fairqueue.faults import InjectedFault, fault_armed
 from payments.models import Payment
 from payments.services import payment_initialize, payments_due, payments_reconcile
 from payments.services.reconcile import _ADVISORY_LOCK_ID
-from tests.factories import bearer
-from tests.payments.conftest import held_tickets, kinds, make_claim, reload, transitions
+from tests.payments.conftest import (
+    held_tickets,
+    kinds,
+    make_claim,
+    pending_payment,
+    reload,
+    transitions,
+)
 
 
 def time_passes(payment: Payment, seconds: int = 3600) -> None:
@@ -31,15 +37,6 @@ def crashed_payment(settings, fault: str, claim=None) -> Payment:
     with fault_armed(fault), pytest.raises(InjectedFault):
         payment_initialize(claim_id=claim.id, customer_id=claim.customer_id)
     return Payment.objects.get(claim=claim)
-
-
-def pending_payment(api, claim=None) -> Payment:
-    claim = claim or make_claim()
-    response = api.post(
-        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
-    )
-    assert response.status_code == 201, response.json()
-    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 @pytest.mark.django_db

@@ -10,25 +10,16 @@ from django.test import Client
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent, WebhookReceipt
 from payments.paystack import sign
-from tests.factories import bearer
 from tests.payments.conftest import (
     held_tickets,
     in_threads,
     kinds,
     make_claim,
+    pending_payment,
     post_webhook,
     reload,
     transitions,
 )
-
-
-def pending_payment(api, claim=None) -> Payment:
-    claim = claim or make_claim()
-    response = api.post(
-        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
-    )
-    assert response.status_code == 201, response.json()
-    return Payment.objects.get(pk=response.json()["payment_id"])
 
 
 def snapshot():
