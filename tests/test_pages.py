@@ -12,32 +12,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from claims.models import Claim
 from events.inventory import inventory_sync_event
-from events.models import Ticket, TicketTier
 from events.templatetags.money import money_format
-from tests.factories import CustomerFactory, EventFactory, TierFactory
+from tests.events.conftest import hold_tickets
+from tests.factories import EventFactory, TierFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def hold(tier: TicketTier, quantity: int) -> Claim:
-    """A CLAIMED claim holding ``quantity`` of the tier's free tickets."""
-    claim = Claim.objects.create(
-        event=tier.event,
-        tier=tier,
-        customer=CustomerFactory(),
-        quantity=quantity,
-        amount=tier.price * quantity,
-        currency=tier.event.currency,
-        status="CLAIMED",
-        expires_at=timezone.now() + timedelta(minutes=10),
-    )
-    ids = list(
-        Ticket.objects.filter(tier=tier, claim__isnull=True).values_list("id", flat=True)[:quantity]
-    )
-    Ticket.objects.filter(id__in=ids).update(claim=claim)
-    return claim
 
 
 def page_config(response) -> dict:
@@ -142,8 +122,8 @@ def test_the_event_page_shows_tiers_prices_and_availability(client):
     event = EventFactory(name="Afrobeats Live", max_tickets_per_customer=4)
     regular = TierFactory(event=event, name="Regular", price=500_000, inventory=10, sort_order=0)
     vip = TierFactory(event=event, name="VIP", price=2_500_000, inventory=2, sort_order=1)
-    hold(regular, 3)
-    hold(vip, 2)
+    hold_tickets(regular, 3)
+    hold_tickets(vip, 2)
 
     response = client.get(f"/events/{event.id}/")
 
@@ -175,7 +155,7 @@ def test_availability_comes_from_the_redis_counters_when_they_exist(client):
     event = EventFactory()
     tier = TierFactory(event=event, inventory=10)
     inventory_sync_event(event_id=event.id)
-    hold(tier, 4)  # Postgres only: the counter is approximate until reconciled
+    hold_tickets(tier, 4)  # Postgres only: the counter is approximate until reconciled
 
     before = page_config(client.get(f"/events/{event.id}/"))["tiers"][0]["available"]
     inventory_sync_event(event_id=event.id)

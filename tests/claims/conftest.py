@@ -16,7 +16,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from claims.models import Claim
 from claims.selectors import tier_snapshot_forget
+from claims.services import claim_create
 from events.inventory import inventory_store, inventory_sync_event
 from events.models import Event, TicketTier
 from fairqueue.core.models import Customer
@@ -88,6 +90,17 @@ def on_sale(*, tickets: int = 10, price: int = 500_000, **event_fields: Any) -> 
     tier = TierFactory(event=event, inventory=tickets, price=price)
     inventory_sync_event(event_id=event.id)
     return tier
+
+
+def claim_one(tier: TicketTier, admitted: Admitted) -> Claim:
+    """One ticket of ``tier`` for an admitted customer, through the service."""
+    return claim_create(
+        event_id=tier.event_id,
+        customer_id=admitted.customer.id,
+        admission_token=admitted.token,
+        tier_id=tier.id,
+        quantity=1,
+    )
 
 
 def counter(tier: TicketTier) -> int | None:

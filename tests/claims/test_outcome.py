@@ -7,22 +7,12 @@ from django.db import transaction
 
 from claims.domain import ReleaseReason
 from claims.models import Claim
-from claims.services import claim_confirm, claim_create, claim_reinstate, claim_release
+from claims.services import claim_confirm, claim_reinstate, claim_release
 from events.models import Event, Ticket
 from fairqueue.errors import InvalidTransition
-from tests.claims.conftest import admit_directly, counter, make_customers, on_sale
+from tests.claims.conftest import admit_directly, claim_one, counter, make_customers, on_sale
 
 pytestmark = pytest.mark.django_db
-
-
-def claim_one(tier, admitted):
-    return claim_create(
-        event_id=tier.event_id,
-        customer_id=admitted.customer.id,
-        admission_token=admitted.token,
-        tier_id=tier.id,
-        quantity=1,
-    )
 
 
 def test_confirm_moves_claimed_to_confirmed_and_keeps_the_tickets():

@@ -11,14 +11,21 @@ import pytest
 from claims import tasks
 from claims.domain import ReleaseReason
 from claims.models import Claim
-from claims.services import claim_create, claim_release, inventory_reconcile
+from claims.services import claim_release, inventory_reconcile
 from events import inventory
 from events.inventory import inventory_store
 from events.models import Event, Ticket
 from fairqueue.faults import InjectedFault, fault_armed
 from fairqueue.redis import get_redis
 from queueing.store import queue_store
-from tests.claims.conftest import admit_directly, counter, in_flight, make_customers, on_sale
+from tests.claims.conftest import (
+    admit_directly,
+    claim_one,
+    counter,
+    in_flight,
+    make_customers,
+    on_sale,
+)
 
 pytestmark = pytest.mark.django_db
 # Tests that need real commits (after-commit work, the REPEATABLE READ
@@ -29,16 +36,6 @@ committing = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def faults(settings):
     settings.FAULT_HOOKS_ENABLED = True
-
-
-def claim_one(tier, admitted):
-    return claim_create(
-        event_id=tier.event_id,
-        customer_id=admitted.customer.id,
-        admission_token=admitted.token,
-        tier_id=tier.id,
-        quantity=1,
-    )
 
 
 def free_in_postgres(tier) -> int:
