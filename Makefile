@@ -19,6 +19,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV_PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 # Embedded PostgreSQL and Redis only; prints the DATABASE_URL / REDIS_URL exports.
 services: $(STAMP)

@@ -71,7 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def django_setup() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
@@ -81,10 +81,10 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     """Event, tier, tickets, admitted customers and their tokens."""
     from django.utils import timezone
 
+    from customers.models import Customer
+    from customers.tokens import customer_token_issue
     from events.models import Organizer
     from events.services import TierSpec, event_activate, event_create
-    from fairqueue.core.models import Customer
-    from fairqueue.core.tokens import customer_token_issue
     from queueing.domain import QueueStatus
     from queueing.models import QueueEntry
     from queueing.store import queue_store
@@ -161,7 +161,7 @@ def start_gunicorn(
         sys.executable,
         "-m",
         "gunicorn",
-        "fairqueue.wsgi:application",
+        "config.wsgi:application",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
@@ -280,7 +280,7 @@ async def fire(
 def check_invariants(*, event_id: str, tier_id: str, tickets: int, customers: int) -> dict:
     from django.db import connection
 
-    from events.inventory import inventory_store
+    from inventory.store import inventory_store
 
     with connection.cursor() as cur:
         cur.execute(

@@ -72,7 +72,7 @@ def sql(statement: str, params: list | None = None) -> list[tuple]:
 
 
 def tables() -> tuple[str, str]:
-    from fairqueue.core.models import Customer
+    from customers.models import Customer
     from queueing.models import QueueEntry
 
     return QueueEntry._meta.db_table, Customer._meta.db_table

@@ -43,7 +43,7 @@ def start_gunicorn(workers: int, threads: int = 1) -> tuple[subprocess.Popen, st
         sys.executable,
         "-m",
         "gunicorn",
-        "fairqueue.wsgi:application",
+        "config.wsgi:application",
         "--workers",
         str(workers),
         *(["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The bench mints customer tokens and the server checks them: one key for both.
 os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-" + "k" * 40)
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -57,7 +57,7 @@ def make_customers(tag: str, n: int) -> list[tuple[str, str]]:
     """n customers in one statement; returns (id, email)."""
     from django.db import connection
 
-    from fairqueue.core.models import Customer
+    from customers.models import Customer
 
     table = Customer._meta.db_table
     with connection.cursor() as cursor:
@@ -75,7 +75,7 @@ def seed_waiting(event_id: uuid.UUID, tag: str, n: int) -> None:
     any later joiner, in batches."""
     from django.db import connection
 
-    from fairqueue.core.models import Customer
+    from customers.models import Customer
     from queueing.models import QueueEntry
 
     customers, entries = Customer._meta.db_table, QueueEntry._meta.db_table
@@ -104,7 +104,7 @@ def seed_waiting(event_id: uuid.UUID, tag: str, n: int) -> None:
 
 
 def tokens_for(customers: list[tuple[str, str]]) -> list[str]:
-    from fairqueue.core.tokens import customer_token_issue
+    from customers.tokens import customer_token_issue
 
     return [customer_token_issue(customer_id=uuid.UUID(c), email=e)[0] for c, e in customers]
 
@@ -112,9 +112,10 @@ def tokens_for(customers: list[tuple[str, str]]) -> list[str]:
 def cleanup(event_ids: list[uuid.UUID]) -> None:
     from django.db import connection
 
-    from events.models import Event, Ticket, TicketTier
-    from fairqueue.core.models import Customer
+    from customers.models import Customer
+    from events.models import Event, TicketTier
     from fairqueue.redis import get_redis
+    from inventory.models import Ticket
     from queueing.models import QueueEntry
 
     ids = [str(e) for e in event_ids]

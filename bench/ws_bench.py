@@ -8,7 +8,7 @@ admission push reaching p99 of them within 2 s.
 PostgreSQL and Redis: DATABASE_URL / REDIS_URL when set (a throwaway database:
 the run adds an event and N customers, removed at the end unless --keep), else
 embedded ones in a temporary directory, as ``make test`` starts them. daphne
-is always our own child: ``fairqueue.asgi:application`` with the argv of
+is always our own child: ``config.asgi:application`` with the argv of
 ``make run`` (fairqueue.devstack) and DEBUG off.
 
 Steps: an ACTIVE event with N tickets; N customers with WAITING entries in one
@@ -133,7 +133,7 @@ def seed(connections: int, batch: int) -> tuple[uuid.UUID, list[tuple[str, str]]
 
     from bench.queue_bench import rebuild
     from bench.queue_setup import make_event, seed_waiting, tokens_for
-    from fairqueue.core.models import Customer
+    from customers.models import Customer
     from queueing.models import QueueEntry
 
     event_id = make_event("WebSocket bench", tickets=connections, batch=batch)
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         env.update(BENCH_STACK_ENV)
         env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
         os.environ.update(env)  # this process mints the tokens and runs the ticks
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fairqueue.settings")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         from bench.queue_setup import django_setup
 
         django_setup()

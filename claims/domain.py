@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from fairqueue.states import StateMachine
+from fairqueue.states import StateMachine, choices
 
 
 class ClaimStatus(StrEnum):
     CLAIMED = "CLAIMED"
     CONFIRMED = "CONFIRMED"
     RELEASED = "RELEASED"
+
+
+# The field's choices (labels included): the model and the OpenAPI enum name
+# (SPECTACULAR_SETTINGS' ENUM_NAME_OVERRIDES) use this one list.
+CLAIM_STATUS_CHOICES = choices(ClaimStatus)
 
 
 C = ClaimStatus

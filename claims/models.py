@@ -2,7 +2,7 @@ import uuid
 
 from django.db import models
 
-from claims.domain import HOLDING_STATUSES, ClaimStatus, ReleaseReason
+from claims.domain import CLAIM_STATUS_CHOICES, HOLDING_STATUSES, ClaimStatus, ReleaseReason
 from fairqueue.states import choices
 
 
@@ -18,19 +18,20 @@ class Claim(models.Model):
     amount = models.PositiveBigIntegerField(help_text="Total in minor units.")
     currency = models.CharField(max_length=3)
     status = models.CharField(
-        max_length=16, choices=choices(ClaimStatus), default=ClaimStatus.CLAIMED
+        max_length=16, choices=CLAIM_STATUS_CHOICES, default=ClaimStatus.CLAIMED
     )
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
+    # A payment for this claim is in flight (INITIALIZING or PENDING): claim
+    # expiry leaves it to the payments app, which asks the gateway first
+    # (invariant 5). Set and cleared by payments through claims' services, in
+    # the transaction that moves the payment.
+    payment_in_flight = models.BooleanField(default=False)
     release_reason = models.CharField(
         max_length=32, choices=choices(ReleaseReason), blank=True, default=""
     )
-    # The Redis reservation that fronted this claim: lets reconciliation tell
-    # a reservation whose claim committed (its process died before finishing
-    # it in Redis) from one still in flight.
-    reservation_id = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -48,7 +49,6 @@ class Claim(models.Model):
                 condition=models.Q(status=ClaimStatus.CLAIMED.value),
                 name="claim_open_by_expiry",
             ),
-            models.Index(fields=["reservation_id"], name="claim_reservation"),
         ]
 
     def __str__(self) -> str:

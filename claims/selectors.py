@@ -6,13 +6,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
-from events.models import Ticket, TicketTier
+from events.models import TicketTier
 from fairqueue.errors import Conflict, NotFound
 from fairqueue.snapshots import SnapshotCache
+from queueing.services import JoinBar
 
 
 def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
@@ -37,6 +38,24 @@ def already_claimed(*, event_id: object, customer_id: object) -> Conflict:
     details = {"claim_id": str(held[0]), "claim_status": held[1]} if held else {}
     return Conflict(
         "You already hold tickets for this event.", code="already_claimed", details=details
+    )
+
+
+_HOLDING_SQL = ", ".join(f"'{status.value}'" for status in HOLDING_STATUSES)
+
+
+def join_bar() -> JoinBar:
+    """Invariant 6 in the queue join's INSERT: a customer holding a CLAIMED or
+    CONFIRMED claim for the event is refused with ``already_claimed``."""
+    return JoinBar(
+        sql=(
+            f"EXISTS (SELECT 1 FROM {Claim._meta.db_table} "  # noqa: S608
+            "WHERE event_id = %(event_id)s AND customer_id = %(customer_id)s "
+            f"AND status IN ({_HOLDING_SQL}))"
+        ),
+        error=lambda event_id, customer_id: already_claimed(
+            event_id=event_id, customer_id=customer_id
+        ),
     )
 
 
@@ -94,17 +113,6 @@ def tier_snapshot_forget() -> None:
     _tiers.forget()
 
 
-def event_has_free_ticket(*, event_id: object) -> bool:
-    """Postgres truth: any tier of the event still has an unheld ticket."""
-    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).exists()
-
-
-def tier_free_tickets(*, tier_id: object) -> int:
-    """Unheld ticket rows of a tier, including rows an in-flight claim has
-    locked but not committed yet."""
-    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True).count()
-
-
 def tier_tickets_held(*, tier_id: object) -> int:
     """Tickets in CLAIMED and CONFIRMED claims of a tier, counted from the
     claims themselves (not from the ticket rows): what invariant 1 bounds."""
@@ -116,3 +124,24 @@ def tier_tickets_held(*, tier_id: object) -> int:
 
 def claims_open_count(*, event_id: object) -> int:
     return Claim.objects.filter(event_id=event_id, status=ClaimStatus.CLAIMED).count()
+
+
+@dataclass(frozen=True)
+class TierTicketCounts:
+    sold: int  # in CONFIRMED claims (paid)
+    claimed: int  # in CLAIMED claims (held, payment pending)
+    free: int
+
+
+def tier_ticket_counts(*, event_id: object) -> dict[uuid.UUID, TierTicketCounts]:
+    """Postgres truth per tier, in one query (the organizer's live numbers)."""
+    rows = (
+        TicketTier.objects.filter(event_id=event_id)
+        .annotate(
+            sold=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CONFIRMED)),
+            claimed=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CLAIMED)),
+            free=Count("tickets", filter=Q(tickets__claim__isnull=True)),
+        )
+        .values_list("id", "sold", "claimed", "free")
+    )
+    return {tier_id: TierTicketCounts(sold, claimed, free) for tier_id, sold, claimed, free in rows}

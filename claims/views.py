@@ -13,9 +13,10 @@ from claims.serializers import (
     claim_created_payload,
 )
 from claims.services import claim_create, claim_release
-from fairqueue.api import IsCustomer, customer_of, parse
-from fairqueue.idempotency import idempotent
-from fairqueue.schema import IDEMPOTENCY_KEY, error
+from customers.authentication import IsCustomer, customer_of
+from customers.idempotency import IDEMPOTENCY_KEY, idempotent
+from fairqueue.api import parse
+from fairqueue.schema import error
 
 
 class EventClaimCreateView(APIView):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from fairqueue.states import StateMachine
+from fairqueue.states import StateMachine, choices
 
 
 class EventStatus(StrEnum):
@@ -14,6 +14,11 @@ class EventStatus(StrEnum):
     PAUSED = "PAUSED"
     SOLD_OUT = "SOLD_OUT"
     ENDED = "ENDED"
+
+
+# The field's choices (labels included): the model and the OpenAPI enum name
+# (SPECTACULAR_SETTINGS' ENUM_NAME_OVERRIDES) use this one list.
+EVENT_STATUS_CHOICES = choices(EventStatus)
 
 
 S = EventStatus

@@ -3,8 +3,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from events.domain import EventStatus
-from fairqueue.states import choices
+from events.domain import EVENT_STATUS_CHOICES, EventStatus
 
 
 class Organizer(models.Model):
@@ -38,7 +37,7 @@ class Event(models.Model):
     admission_window_seconds = models.PositiveIntegerField(default=300)
     max_active_admitted = models.PositiveIntegerField(default=5000)
     status = models.CharField(
-        max_length=16, choices=choices(EventStatus), default=EventStatus.DRAFT, db_index=True
+        max_length=16, choices=EVENT_STATUS_CHOICES, default=EventStatus.DRAFT, db_index=True
     )
     # Set when the pre-queue has been shuffled into its final order (once).
     prequeue_shuffled_at = models.DateTimeField(null=True, blank=True)
@@ -83,28 +82,3 @@ class TicketTier(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event.name} / {self.name}"
-
-
-class Ticket(models.Model):
-    """One row per sellable ticket of a tier (invariant 1).
-
-    A claim takes its tickets by setting ``claim`` on free rows selected with
-    ``FOR UPDATE SKIP LOCKED``: Postgres itself refuses to hand out more
-    tickets than exist, and concurrent claims lock different rows instead of
-    queueing on one counter row.
-    """
-
-    tier = models.ForeignKey(TicketTier, on_delete=models.CASCADE, related_name="tickets")
-    claim = models.ForeignKey(
-        "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="tickets"
-    )
-
-    class Meta:
-        indexes = [
-            models.Index(
-                fields=["tier"], condition=models.Q(claim__isnull=True), name="ticket_free_by_tier"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"ticket {self.pk} of {self.tier_id}"

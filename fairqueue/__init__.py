@@ -1,3 +1,0 @@
-from fairqueue.celery import app as celery_app
-
-__all__ = ["celery_app"]

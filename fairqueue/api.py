@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import permissions, serializers
-from rest_framework.request import Request
+from rest_framework import serializers
 
-from fairqueue.core.tokens import CustomerPrincipal
 from fairqueue.errors import InvalidInput
 
 
@@ -36,12 +34,3 @@ def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
-
-
-class IsCustomer(permissions.BasePermission):
-    def has_permission(self, request: Request, view: Any) -> bool:
-        return isinstance(request.user, CustomerPrincipal)
-
-
-def customer_of(request: Request) -> CustomerPrincipal:
-    return request.user  # type: ignore[return-value]

@@ -1,19 +1,41 @@
-"""The shared Redis client and the base class for per-app Redis stores.
+"""The shared Redis client, the base class for per-app Redis stores, and the
+one rule for Redis failures.
 
 Redis is a performance layer: every key here can be rebuilt from Postgres.
 Keys of one event share the hash tag ``{<event_id>}`` so that multi-key Lua
 scripts stay legal on Redis Cluster.
+
+The failure rule: a store catches its own backend's errors and says what they
+mean, so no caller ever sees ``RedisError``. Each store method is either
+
+- ``@required``: the caller cannot go on without it; a Redis failure becomes
+  ``RedisUnavailable`` (503 ``busy`` with Retry-After for an API client), or
+- ``@best_effort(default)``: the caller has a Postgres way round; a Redis
+  failure is logged (once per ``what`` per minute) and counted, and the
+  method returns ``default`` (None, 0, False...), which callers treat as
+  "Redis does not know".
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import redis
 from django.conf import settings
+
+from fairqueue.errors import Busy
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+D = TypeVar("D")
 
 _client: redis.Redis | None = None
 _client_lock = threading.Lock()
@@ -60,3 +82,70 @@ class RedisStore:
         base = self.scripts_dir or Path(__file__).parent
         for name in self.script_names:
             self.scripts[name] = self.r.register_script(_lua_source(base / f"{name}.lua"))
+
+
+# --- the failure rule -------------------------------------------------------------
+
+
+class RedisUnavailable(Busy):
+    message = "Temporarily unavailable; retry shortly."
+
+
+_LOG_EVERY_SECONDS = 60.0
+_last_logged: dict[str, float] = {}
+_failures = 0
+_failure_listeners: list[Callable[[str], None]] = []
+
+
+def redis_failed(what: str) -> None:
+    """Count one Redis failure and log it, at most once a minute per ``what``
+    (an outage must not turn every request into a log line)."""
+    global _failures
+    _failures += 1
+    for listener in _failure_listeners:
+        listener(what)
+    now = time.monotonic()
+    if now - _last_logged.get(what, -_LOG_EVERY_SECONDS) >= _LOG_EVERY_SECONDS:
+        _last_logged[what] = now
+        logger.warning("redis unavailable: %s (Postgres carries on; Redis is healed later)", what)
+
+
+def redis_failures() -> int:
+    """Redis failures counted by this process since it started."""
+    return _failures
+
+
+def on_redis_failure(listener: Callable[[str], None]) -> None:
+    """Call ``listener(what)`` on every counted failure (metrics hook)."""
+    _failure_listeners.append(listener)
+
+
+def required(method: Callable[P, T]) -> Callable[P, T]:
+    """A store method the caller cannot do without: RedisError -> RedisUnavailable."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except redis.RedisError as exc:
+            redis_failed(method.__qualname__)
+            raise RedisUnavailable() from exc
+
+    return wrapper
+
+
+def best_effort(default: D) -> Callable[[Callable[P, T]], Callable[P, T | D]]:
+    """A store method with a Postgres way round: RedisError -> ``default``."""
+
+    def decorate(method: Callable[P, T]) -> Callable[P, T | D]:
+        @functools.wraps(method)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T | D:
+            try:
+                return method(*args, **kwargs)
+            except redis.RedisError:
+                redis_failed(method.__qualname__)
+                return default
+
+        return wrapper
+
+    return decorate

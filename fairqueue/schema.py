@@ -23,24 +23,27 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ComponentRegistry
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
 from rest_framework.views import APIView
 
-from claims.domain import ClaimStatus
-from events.domain import EventStatus
-from fairqueue.core.schema import CustomerTokenScheme
-from fairqueue.core.serializers import ErrorEnvelopeSerializer
-from fairqueue.idempotency import HEADER as IDEMPOTENCY_HEADER
-from fairqueue.idempotency import MAX_KEY_LENGTH
-from fairqueue.states import choices
-from payments.domain import PaymentStatus
+# The customer token's security scheme (customers/schema.py registers it) and
+# the idempotency header (customers/idempotency.py reads it), named here so the
+# hook below knows which operations carry them.
+CUSTOMER_SCHEME = "customerToken"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
-# The choice sets of the "status" fields, for SPECTACULAR_SETTINGS'
-# ENUM_NAME_OVERRIDES: each gets its own component name. They are the
-# fields' own choices, labels included (an enum is known by both).
-EVENT_STATUS_CHOICES = choices(EventStatus)
-CLAIM_STATUS_CHOICES = choices(ClaimStatus)
-PAYMENT_STATUS_CHOICES = choices(PaymentStatus)
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.DictField()
+
+
+class ErrorEnvelopeSerializer(serializers.Serializer):
+    """The one error shape of the API (see fairqueue/errors.py)."""
+
+    error = ErrorBodySerializer()
 
 
 def error(description: str) -> OpenApiResponse:
@@ -49,19 +52,6 @@ def error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
 
 
-# What fairqueue.idempotency accepts: printable ASCII, blanks only inside.
-IDEMPOTENCY_KEY = OpenApiParameter(
-    IDEMPOTENCY_HEADER,
-    {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": MAX_KEY_LENGTH,
-        "pattern": r"^[!-~]([ -~]*[!-~])?$",
-    },
-    OpenApiParameter.HEADER,
-    required=False,
-    description="Same key and body: the same answer; same key, other body: 422.",
-)
 
 UNAUTHENTICATED = "not_authenticated, invalid_token or token_expired: no valid customer token."
 NOT_FOUND = "not_found (or a more precise *_not_found): no such resource, or a malformed id."
@@ -148,7 +138,7 @@ def document_error_answers(
             answers = operation_errors(
                 operation,
                 throttled=(path, method) in throttled,
-                security_scheme=CustomerTokenScheme.name,
+                security_scheme=CUSTOMER_SCHEME,
             )
             responses = operation["responses"]
             for status, description in answers.items():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from fairqueue.states import StateMachine
+from fairqueue.states import StateMachine, choices
 
 
 class PaymentStatus(StrEnum):
@@ -23,6 +23,11 @@ class PaymentStatus(StrEnum):
     FAILED = "FAILED"
     REFUND_REQUIRED = "REFUND_REQUIRED"
     REFUNDED = "REFUNDED"
+
+
+# The field's choices (labels included): the model and the OpenAPI enum name
+# (SPECTACULAR_SETTINGS' ENUM_NAME_OVERRIDES) use this one list.
+PAYMENT_STATUS_CHOICES = choices(PaymentStatus)
 
 
 P = PaymentStatus

@@ -12,7 +12,7 @@ import uuid
 from django.db import models
 
 from fairqueue.states import choices
-from payments.domain import LIVE_STATUSES, EventKind, PaymentStatus
+from payments.domain import LIVE_STATUSES, PAYMENT_STATUS_CHOICES, EventKind, PaymentStatus
 
 
 class Payment(models.Model):
@@ -24,7 +24,7 @@ class Payment(models.Model):
     amount = models.PositiveBigIntegerField(help_text="In minor units (kobo for NGN).")
     currency = models.CharField(max_length=3)
     status = models.CharField(
-        max_length=16, choices=choices(PaymentStatus), default=PaymentStatus.INITIALIZING
+        max_length=16, choices=PAYMENT_STATUS_CHOICES, default=PaymentStatus.INITIALIZING
     )
     authorization_url = models.URLField(max_length=500, blank=True, default="")
     access_code = models.CharField(max_length=100, blank=True, default="")

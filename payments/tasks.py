@@ -1,10 +1,27 @@
-"""Celery interface of payments (beat schedule in fairqueue/celery.py)."""
+"""Celery interface of payments (beat schedule: config/celery.py)."""
+
+from __future__ import annotations
+
+import dataclasses
 
 from celery import shared_task
+from django.conf import settings
 
-from payments.services import payments_reconcile as payments_reconcile_service
+from fairqueue.locks import single_flight, time_limits
+from payments import services
+
+RECONCILE_LOCK_TTL = max(60.0, 4 * settings.RECONCILE_INTERVAL_SECONDS)
+EXPIRY_LOCK_TTL = max(60.0, 4 * settings.EXPIRY_INTERVAL_SECONDS)
 
 
-@shared_task(name="payments.tasks.payments_reconcile", ignore_result=True)
+@shared_task(name="payments.tasks.payments_reconcile", **time_limits(RECONCILE_LOCK_TTL))
+@single_flight("payments_reconcile", ttl_s=RECONCILE_LOCK_TTL)
 def payments_reconcile() -> dict[str, int]:
-    return payments_reconcile_service()
+    return services.payments_reconcile()
+
+
+@shared_task(name="payments.tasks.paying_claims_expire", **time_limits(EXPIRY_LOCK_TTL))
+@single_flight("paying_claims_expire", ttl_s=EXPIRY_LOCK_TTL)
+def paying_claims_expire() -> dict:
+    budget = max(5.0, settings.EXPIRY_INTERVAL_SECONDS * 0.8)
+    return dataclasses.asdict(services.paying_claims_expire(time_budget_seconds=budget))

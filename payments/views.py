@@ -10,10 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fairqueue.api import IsCustomer, customer_of, parse
+from customers.authentication import IsCustomer, customer_of
+from customers.idempotency import IDEMPOTENCY_KEY, idempotent
+from fairqueue.api import parse
 from fairqueue.errors import AppError, json_error
-from fairqueue.idempotency import idempotent
-from fairqueue.schema import IDEMPOTENCY_KEY, error
+from fairqueue.schema import error
 from payments.selectors import payment_get_for_customer
 from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut
 from payments.services import payment_initialize, payment_webhook_receive

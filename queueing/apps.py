@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class QueueingConfig(AppConfig):
     name = "queueing"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from events.signals import sale_ended
+        from queueing.services.close import on_sale_ended
+
+        sale_ended.connect(on_sale_ended, dispatch_uid="queueing.close_on_sale_ended")

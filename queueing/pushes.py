@@ -16,6 +16,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
 from fairqueue.broadcast import PUSH_TYPE, customer_group
@@ -29,10 +30,6 @@ PIPELINE_CHUNK = 5_000
 def _pubsub_prefix(layer: Any) -> str | None:
     """The group-channel prefix when ``layer`` is channels_redis' pub/sub
     layer on settings.REDIS_URL alone; None otherwise."""
-    try:
-        from channels_redis.pubsub import RedisPubSubChannelLayer
-    except ImportError:  # pragma: no cover - channels_redis is a dependency
-        return None
     if not isinstance(layer, RedisPubSubChannelLayer):
         return None
     kwargs = getattr(layer, "_kwargs", {})

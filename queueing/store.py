@@ -6,7 +6,7 @@ Keys (``fq:{<event_id>}:queue:...``):
 - ``admitted``: sorted set, member = customer id, score = admission expiry (ms).
 - ``served``: how many customers were admitted so far (clients subtract it).
 - ``ticks`` / ``rate``: recent admission ticks and the admission rate they give.
-- ``lock``: single-flight lock of the admission tick and the reconciliation.
+- ``lock``: the event's single-flight lock (tick, reconciliation; fairqueue.locks).
 - ``shuffled``: marker that the pre-queue shuffle reached Redis.
 - ``checked``: present while the last full reconciliation is recent.
 
@@ -16,9 +16,7 @@ Everything here can be rebuilt from Postgres (invariant 2).
 from __future__ import annotations
 
 import queue
-import secrets
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +54,7 @@ def _int(value: str | None) -> int | None:
 
 class QueueStore(RedisStore):
     scripts_dir = Path(__file__).parent / "lua"
-    script_names = ("join", "position", "admit", "lock_release")
+    script_names = ("join", "position", "admit")
 
     # --- keys -------------------------------------------------------------
     @staticmethod
@@ -170,21 +168,6 @@ class QueueStore(RedisStore):
 
     def shuffle_mark(self, *, event_id: object) -> None:
         self.r.set(self.shuffled_key(event_id), "1")
-
-    # --- lock -------------------------------------------------------------
-    def lock_acquire(self, *, event_id: object, ttl_ms: int, wait_s: float = 0.0) -> str | None:
-        """SET NX PX with a random owner token; None when someone else holds it."""
-        token = secrets.token_hex(16)
-        deadline = time.monotonic() + wait_s
-        while True:
-            if self.r.set(self.lock_key(event_id), token, nx=True, px=ttl_ms):
-                return token
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.05)
-
-    def lock_release(self, *, event_id: object, token: str) -> bool:
-        return bool(self.scripts["lock_release"](keys=[self.lock_key(event_id)], args=[token]))
 
     # --- rebuild / reconcile ----------------------------------------------
     def sizes(self, *, event_id: object) -> tuple[int, int]:

@@ -17,8 +17,10 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from fairqueue.core.tokens import ADMISSION_AUDIENCE, ISSUER, sign, verify
 from fairqueue.errors import Forbidden, Unauthenticated
+from fairqueue.tokens import ISSUER, sign, verify
+
+ADMISSION_AUDIENCE = "fairqueue:admission"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fairqueue.api import IsCustomer, customer_of
+from customers.authentication import IsCustomer, customer_of
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,

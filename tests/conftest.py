@@ -16,3 +16,14 @@ def redis_clean():
 @pytest.fixture
 def api() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Run the after-commit work (Redis give-back, event status) at once."""
+
+    def run(fn, *args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn(*args, **kwargs)
+
+    return run

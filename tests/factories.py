@@ -7,10 +7,10 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from customers.models import Customer
+from customers.tokens import customer_token_issue
 from events.models import Event, Organizer, TicketTier
 from events.services import tier_provision_tickets
-from fairqueue.core.models import Customer
-from fairqueue.core.tokens import customer_token_issue
 
 
 class UserFactory(factory.django.DjangoModelFactory):

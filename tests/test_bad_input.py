@@ -21,9 +21,11 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from claims.models import Claim
-from events.models import Event, Ticket
-from fairqueue.core.models import Customer
-from fairqueue.core.tokens import CUSTOMER_AUDIENCE, ISSUER, customer_token_issue
+from customers.models import Customer
+from customers.tokens import CUSTOMER_AUDIENCE, customer_token_issue
+from events.models import Event
+from fairqueue.tokens import ISSUER
+from inventory.models import Ticket
 from payments.models import Payment
 from queueing.models import QueueEntry
 from queueing.services import admission_tick_event

@@ -8,9 +8,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from events.models import Event, Organizer, Ticket, TicketTier
-from fairqueue.core.models import Customer
-from fairqueue.core.tokens import customer_token_verify
+from customers.models import Customer
+from customers.tokens import customer_token_verify
+from events.models import Event, Organizer, TicketTier
+from inventory.models import Ticket
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from django.core import mail
 from django.utils import timezone
 
 from claims.models import Claim
+from config.asgi import application
 from events.services import TierSpec, event_activate, event_create
-from fairqueue.asgi import application
 from payments.models import Payment
 from payments.sandbox import SandboxServer
 from queueing.tasks import admission_tick

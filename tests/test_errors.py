@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from fairqueue.core.models import OneTimeCode
+from customers.models import OneTimeCode
 
 pytestmark = pytest.mark.django_db
 

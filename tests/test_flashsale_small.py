@@ -25,13 +25,14 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from bench import invariants
-from claims.tasks import claims_expire, inventory_reconcile
+from claims.tasks import claims_expire
+from customers.models import Customer
+from customers.tokens import customer_token_issue
 from events.services import TierSpec, default_sale_window, event_activate, event_create
-from fairqueue.core.models import Customer
-from fairqueue.core.tokens import customer_token_issue
+from events.tasks import inventory_reconcile
 from fairqueue.redis import get_redis
 from payments.sandbox import SandboxServer
-from payments.tasks import payments_reconcile
+from payments.tasks import paying_claims_expire, payments_reconcile
 from queueing.models import QueueEntry
 from queueing.tasks import admission_tick, queue_reconcile
 from tests.factories import OrganizerFactory
@@ -156,6 +157,7 @@ class Shopper:
 def upkeep() -> None:
     """What beat would run between ticks."""
     claims_expire()
+    paying_claims_expire()
     payments_reconcile()
     inventory_reconcile()
     queue_reconcile()

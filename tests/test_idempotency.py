@@ -12,11 +12,12 @@ from rest_framework.response import Response
 from rest_framework.test import APIClient
 
 from claims.models import Claim
-from claims.store import claim_store
+from claims.services.claiming import claim_lock_key
+from customers import idempotency
+from customers.models import IdempotencyKey
 from events.models import Event
-from fairqueue import idempotency
-from fairqueue.core.models import IdempotencyKey
 from fairqueue.errors import Gone
+from fairqueue.redis import get_redis
 from tests.claims.conftest import admit_directly, counter, make_customers, on_sale, race
 from tests.factories import CustomerFactory, bearer
 
@@ -83,10 +84,10 @@ def test_same_key_with_another_body_is_422_and_changes_nothing(api, tier_event_m
 def test_a_final_error_is_stored_and_replayed(api):
     tier = on_sale(tickets=5)
     (buyer,) = admit_directly(tier.event, make_customers(1))
-    claim_store().r.set(f"fq:{{{tier.event_id}}}:tier:{tier.id}:available", 0)
+    get_redis().set(f"fq:{{{tier.event_id}}}:tier:{tier.id}:available", 0)
     first = post_claim(api, tier, buyer, key="k-3")
     assert first.status_code == 410
-    claim_store().r.set(f"fq:{{{tier.event_id}}}:tier:{tier.id}:available", 5)
+    get_redis().set(f"fq:{{{tier.event_id}}}:tier:{tier.id}:available", 5)
     replay = post_claim(api, tier, buyer, key="k-3")
     assert replay.status_code == 410
     assert replay.json() == first.json()
@@ -97,14 +98,13 @@ def test_a_final_error_is_stored_and_replayed(api):
 def test_a_transient_answer_is_not_stored(api):
     tier = on_sale(tickets=5)
     (buyer,) = admit_directly(tier.event, make_customers(1))
-    store = claim_store()
-    lock_key = store.claim_lock_key(tier.event_id, buyer.customer.id)
-    token = store.lock_acquire(lock_key, ttl_ms=10_000)
+    lock_key = claim_lock_key(tier.event_id, buyer.customer.id)
+    get_redis().set(lock_key, "someone", px=10_000)
     busy = post_claim(api, tier, buyer, key="k-4")
     assert busy.status_code == 409
     assert busy.json()["error"]["code"] == "claim_in_progress"
     assert IdempotencyKey.objects.count() == 0  # freed for the retry
-    store.lock_release(lock_key, token)
+    get_redis().delete(lock_key)
     retry = post_claim(api, tier, buyer, key="k-4")
     assert retry.status_code == 201
     assert Claim.objects.count() == 1

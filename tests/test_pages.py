@@ -1,6 +1,6 @@
 """The server-rendered customer pages: event list, event page, sign-in.
 
-Real Postgres and Redis; the pages' script (events/static/events/) runs the
+Real Postgres and Redis; the pages' script (storefront/static/storefront/) runs the
 waiting room against the API and is checked in a browser, not here."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from events.inventory import inventory_sync_event
-from events.templatetags.money import money_format
+from fairqueue.money import money_format
+from inventory.services import inventory_sync_event
 from tests.events.conftest import hold_tickets
 from tests.factories import EventFactory, TierFactory
 

@@ -16,22 +16,18 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from claims.selectors import (
-    TierSnapshot,
-    already_claimed,
-    customer_holds_purchase,
-    event_has_free_ticket,
-    tier_free_tickets,
-    tier_snapshot,
-)
-from claims.services.tickets import ShortOfTickets, claim_insert, is_one_purchase_violation
-from claims.store import CLAIM_LOCK_TTL_MS, claim_store
+from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
+from claims.services.tickets import claim_insert, is_one_purchase_violation
 from events.domain import is_on_sale
-from events.inventory import InventoryStore, Reservation, inventory_store, inventory_sync_event
 from events.models import Event
 from events.services import event_mark_sold_out
 from fairqueue.errors import Busy, Conflict, Forbidden, Gone, InvalidInput, NotFound
 from fairqueue.faults import fault_point
+from fairqueue.locks import release_token
+from fairqueue.redis import event_key
+from inventory.selectors import event_has_free_ticket, tier_free_tickets
+from inventory.services import ShortOfTickets, inventory_sync_event
+from inventory.store import InventoryStore, Reservation, inventory_store
 from queueing.services import admission_slot_release, admission_verify, queue_entry_complete
 
 logger = logging.getLogger(__name__)
@@ -95,7 +91,7 @@ def claim_create(
     # One round trip takes the (event, customer) lock and reserves the
     # tickets in Redis; the lock is ours from here until the last Redis write.
     store = inventory_store()
-    lock = ClaimLock(claim_store().claim_lock_key(tier.event_id, customer_id))
+    lock = ClaimLock(claim_lock_key(tier.event_id, customer_id))
     try:
         left, reservation = store.reserve(
             event_id=tier.event_id,
@@ -147,6 +143,16 @@ def claim_create(
     return claim
 
 
+# The (event, customer) claim lock: taken by the reserve script in the same
+# round trip as the tickets. Longer than any claim takes; a crashed
+# claimer's lock frees itself.
+CLAIM_LOCK_TTL_MS = 10_000
+
+
+def claim_lock_key(event_id: object, customer_id: object) -> str:
+    return event_key(event_id, "claim-lock", customer_id)
+
+
 @dataclass(frozen=True)
 class ClaimLock:
     key: str
@@ -191,7 +197,7 @@ def _finish_quietly(
     reservation) and by the lock's expiry."""
     try:
         if reservation is None:
-            claim_store().lock_release(lock.key, lock.token)
+            release_token(lock.key, lock.token)
         else:
             store.finish(reservation, give_back=give_back, lock_key=lock.key, lock_token=lock.token)
     except redis.RedisError:
@@ -221,11 +227,10 @@ def _claim_insert(
         status=ClaimStatus.CLAIMED.value,
         expires_at=now + timedelta(seconds=settings.CLAIM_TTL_SECONDS),
         created_at=now,
-        reservation_id=reservation.id,
     )
     try:
         with transaction.atomic():
-            taken = claim_insert(claim, take_tickets=TICKET_GUARD)
+            taken = claim_insert(claim, reservation_id=reservation.id, take_tickets=TICKET_GUARD)
             if TICKET_GUARD and taken < quantity:
                 raise ShortOfTickets
             if not queue_entry_complete(entry_id=entry_id):

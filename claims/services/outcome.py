@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
-from claims.selectors import event_has_free_ticket
-from claims.services.tickets import ShortOfTickets, is_one_purchase_violation, tickets_take
-from events.inventory import inventory_sync_event
+from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
 from fairqueue.errors import InvalidTransition, NotFound
+from inventory.selectors import event_has_free_ticket
+from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
 
 logger = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus, ReleaseReason
 from claims.models import Claim
-from events.inventory import inventory_store
-from events.models import Ticket
 from events.services import event_mark_available
 from fairqueue.errors import InvalidTransition, NotFound
 from fairqueue.faults import fault_point
+from inventory.services import tickets_free
+from inventory.store import inventory_store
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +51,8 @@ def claim_release(
                 f"A {claim.status} claim cannot be released.",
                 details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
             )
-        freed = Ticket.objects.filter(claim_id=claim.pk).update(claim=None)
-        tickets_returned_on_commit(event_id=claim.event_id, returned={claim.tier_id: freed})
+        freed = tickets_free(claim_ids=[claim.pk])
+        tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()
     return claim
 

@@ -1,45 +1,30 @@
-"""The Postgres guard of invariant 1: ticket rows taken one per ticket."""
+"""The claim's side of the Postgres guard (invariant 1): the claim row and its
+ticket rows written in one statement."""
 
 from __future__ import annotations
 
 from django.db import IntegrityError, connection
 
 from claims.models import Claim
-from events.models import Ticket
+from inventory.services import PICK_FREE_SQL
+from inventory.services import TABLE as TICKETS
 
 ONE_PURCHASE_CONSTRAINT = "claim_one_purchase_per_event"
 
-_TICKETS = Ticket._meta.db_table
 _CLAIM_FIELDS = list(Claim._meta.concrete_fields)
 _COLUMNS = ", ".join(f'"{f.column}"' for f in _CLAIM_FIELDS)
 _PLACEHOLDERS = ", ".join(["%s"] * len(_CLAIM_FIELDS))
 # Names come from the models; values are always parameters.
 _INSERT_CLAIM_SQL = f"INSERT INTO {Claim._meta.db_table} ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
 
-# Up to N free tickets of a tier. With SKIP LOCKED, concurrent claims lock
-# different rows instead of queueing on one counter row; MATERIALIZED keeps
-# the locking SELECT evaluated exactly once.
-_PICK = f"""
-picked AS MATERIALIZED (
-    SELECT id FROM {_TICKETS}
-    WHERE tier_id = %s AND claim_id IS NULL
-    LIMIT %s
-    FOR UPDATE {{skip}}
-)"""  # noqa: S608  (the table name comes from the model, values are parameters)
-
-_TAKE_SQL = f"""
-WITH {_PICK}
-UPDATE {_TICKETS} AS t SET claim_id = %s
-FROM picked WHERE t.id = picked.id
-"""  # noqa: S608
-
 # The claim's hot path in one statement (one round trip): insert the claim,
-# then give it its ticket rows. The one-purchase index refuses the INSERT,
-# and so the whole statement, for a customer who already holds a purchase.
+# then give it its ticket rows, marked with the Redis reservation that fronted
+# it. The one-purchase index refuses the INSERT, and so the whole statement,
+# for a customer who already holds a purchase.
 _INSERT_AND_TAKE_SQL = f"""
 WITH new_claim AS ({_INSERT_CLAIM_SQL} RETURNING id),
-{_PICK.format(skip="SKIP LOCKED")}
-UPDATE {_TICKETS} AS t SET claim_id = new_claim.id
+{PICK_FREE_SQL.format(skip="SKIP LOCKED")}
+UPDATE {TICKETS} AS t SET claim_id = new_claim.id, reservation_id = %s
 FROM picked, new_claim WHERE t.id = picked.id
 """  # noqa: S608
 
@@ -51,7 +36,7 @@ def _claim_values(claim: Claim) -> list[object]:
     return [getattr(claim, f.attname) for f in _CLAIM_FIELDS]
 
 
-def claim_insert(claim: Claim, *, take_tickets: bool = True) -> int:
+def claim_insert(claim: Claim, *, reservation_id: str, take_tickets: bool = True) -> int:
     """INSERT the (unsaved, fully filled in) claim and give it up to
     ``claim.quantity`` free ticket rows of its tier; returns how many it got.
     Must run inside the claim's transaction: fewer than asked for means roll
@@ -60,7 +45,8 @@ def claim_insert(claim: Claim, *, take_tickets: bool = True) -> int:
     with connection.cursor() as cursor:
         if take_tickets:
             cursor.execute(
-                _INSERT_AND_TAKE_SQL, [*_claim_values(claim), claim.tier_id, claim.quantity]
+                _INSERT_AND_TAKE_SQL,
+                [*_claim_values(claim), claim.tier_id, claim.quantity, reservation_id],
             )
             taken = cursor.rowcount
         else:
@@ -71,19 +57,6 @@ def claim_insert(claim: Claim, *, take_tickets: bool = True) -> int:
     return taken
 
 
-def tickets_take(*, tier_id: object, claim_id: object, quantity: int, skip_locked: bool) -> int:
-    """Give up to ``quantity`` free tickets of the tier to an existing claim;
-    returns how many it got. Must run inside the claim's transaction."""
-    sql = _TAKE_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [tier_id, quantity, claim_id])
-        return cursor.rowcount
-
-
 def is_one_purchase_violation(exc: IntegrityError) -> bool:
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None) == ONE_PURCHASE_CONSTRAINT
-
-
-class ShortOfTickets(Exception):
-    """Fewer free rows could be taken than asked for: roll the claim back."""

@@ -39,18 +39,18 @@ class AppProcess:
 def app_processes(env: dict[str, str]) -> list[AppProcess]:
     """Everything `make run` starts after migrations: add or remove entries here."""
     py = sys.executable
-    celery = [py, "-m", "celery", "--app=fairqueue"]
+    celery = [py, "-m", "celery", "--app=config"]
     return [
         AppProcess(
             "web",
-            [py, "-m", "gunicorn", "fairqueue.wsgi:application", "--worker-class=sync",
+            [py, "-m", "gunicorn", "config.wsgi:application", "--worker-class=sync",
              f"--bind={ALL_INTERFACES}:{env['PORT']}",
              f"--workers={env.get('WEB_CONCURRENCY', '2')}"],
         ),
         AppProcess(
             "ws",
             [py, "-m", "daphne", f"--bind={ALL_INTERFACES}", f"--port={env['WS_PORT']}",
-             "fairqueue.asgi:application"],
+             "config.asgi:application"],
         ),
         AppProcess("worker", [*celery, "worker", "--loglevel=INFO"]),
         AppProcess(

@@ -12,7 +12,7 @@ from payments.sandbox.app import DEFAULT_WEBHOOK_URL, SandboxGateway
 
 logger = logging.getLogger("payments.sandbox")
 
-# Same default as fairqueue.settings, so the sandbox and the app agree out of the box.
+# Same default as config.settings, so the sandbox and the app agree out of the box.
 DEFAULT_SECRET_KEY = "sk_test_fairqueue_sandbox"  # noqa: S105 - a public test key
 
 

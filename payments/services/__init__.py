@@ -5,11 +5,13 @@
 - ``payment_webhook_receive``: signed, deduplicated, one short transaction.
 - ``payments_reconcile`` / ``payment_reconcile``: finish what a crash or a
   lost webhook left behind.
-- ``payment_settle_before_expiry``: claim expiry asks before releasing.
+- ``paying_claims_expire``: expired claims with a payment in flight, released
+  only once the gateway says the payment failed.
 - ``payment_verify_now`` / ``payment_fail_and_release`` / ``payment_mark_refunded``:
   staff actions.
 """
 
+from payments.services.expiry import PayingExpiryReport, paying_claims_expire
 from payments.services.initialize import PaymentStart, payment_initialize, payment_open
 from payments.services.reconcile import (
     payment_reconcile,
@@ -25,8 +27,10 @@ from payments.services.staff import (
 from payments.services.webhooks import WebhookOutcome, payment_webhook_receive
 
 __all__ = [
+    "PayingExpiryReport",
     "PaymentStart",
     "WebhookOutcome",
+    "paying_claims_expire",
     "payment_fail_and_release",
     "payment_initialize",
     "payment_mark_refunded",

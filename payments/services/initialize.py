@@ -21,12 +21,12 @@ from datetime import timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
-from claims.models import Claim
-from fairqueue.errors import Busy, Gone, InvalidTransition, NotFound
+from claims.services import claim_lock, claim_payment_started
+from fairqueue.errors import Gone, InvalidTransition
 from fairqueue.faults import fault_point
 from payments.domain import (
     LIVE_STATUSES,
@@ -76,51 +76,47 @@ class PaymentStart:
 
 def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> PaymentStart:
     """Step 1: the claim's live payment, or a new one in INITIALIZING (the
-    caller then owns its gateway call: its lease runs from now)."""
-    claim = Claim.objects.select_related("customer").filter(pk=claim_id).first()
-    if claim is None or (customer_id is not None and claim.customer_id != customer_id):
-        raise NotFound("No such claim.", code="claim_not_found")
-    if claim.status == ClaimStatus.CONFIRMED:
-        raise AlreadyPaid()
-    if claim.status != ClaimStatus.CLAIMED:
-        raise InvalidTransition(
-            "This claim was released; it can no longer be paid.",
-            code="claim_not_payable",
-            details={"claim_status": claim.status},
-        )
-    # Past its expiry a claim with a payment in flight is kept until the
-    # gateway has been asked (invariant 5): its payment is still shown.
-    live = Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
-    if live is not None:
-        return PaymentStart(live, created=False)
-    now = timezone.now()
-    if claim.expires_at <= now:
-        raise Gone("This claim has expired.", code="claim_expired")
-    reference = new_reference()
-    try:
-        with transaction.atomic():
-            payment = Payment.objects.create(
-                claim=claim,
-                customer_id=claim.customer_id,
-                reference=reference,
-                email=claim.customer.email,
-                amount=claim.amount,
-                currency=claim.currency,
-                next_check_at=now
-                + timedelta(seconds=max(settings.PAYMENT_STALE_SECONDS, lease_seconds())),
+    caller then owns its gateway call: its lease runs from now).
+
+    The claim row is locked for this short transaction, so a release or an
+    expiry cannot slip in between the check and the new payment (that would
+    hand out a checkout link for a released claim): it waits for us, or we
+    see its result."""
+    with transaction.atomic():
+        claim = claim_lock(claim_id=claim_id, customer_id=customer_id)
+        if claim.status == ClaimStatus.CONFIRMED:
+            raise AlreadyPaid()
+        if claim.status != ClaimStatus.CLAIMED:
+            raise InvalidTransition(
+                "This claim was released; it can no longer be paid.",
+                code="claim_not_payable",
+                details={"claim_status": claim.status},
             )
-            payment_log(
-                payment=payment,
-                kind=EventKind.INITIALIZE_REQUESTED,
-                actor="customer",
-                data=_initialize_request(payment),
-            )
-    except IntegrityError:
-        # Someone else opened the claim's live payment a moment ago.
+        # Past its expiry a claim with a payment in flight is kept until the
+        # gateway has been asked (invariant 5): its payment is still shown.
         live = Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
-        if live is None:
-            raise Busy("The payment is being set up; retry.") from None
-        return PaymentStart(live, created=False)
+        if live is not None:
+            return PaymentStart(live, created=False)
+        now = timezone.now()
+        if claim.expires_at <= now:
+            raise Gone("This claim has expired.", code="claim_expired")
+        payment = Payment.objects.create(
+            claim=claim,
+            customer_id=claim.customer_id,
+            reference=new_reference(),
+            email=claim.customer.email,
+            amount=claim.amount,
+            currency=claim.currency,
+            next_check_at=now
+            + timedelta(seconds=max(settings.PAYMENT_STALE_SECONDS, lease_seconds())),
+        )
+        claim_payment_started(claim=claim)
+        payment_log(
+            payment=payment,
+            kind=EventKind.INITIALIZE_REQUESTED,
+            actor="customer",
+            data=_initialize_request(payment),
+        )
     return PaymentStart(payment, created=True)
 
 

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from payments.domain import PAYMENT_MACHINE, EventKind, PaymentStatus
+from claims.services import claim_payment_ended
+from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
 
 
@@ -60,6 +61,8 @@ def payment_transition(
     if not updated:
         return False
     source = payment.status
+    if source in LIVE_STATUSES and target not in LIVE_STATUSES:
+        claim_payment_ended(claim_id=payment.claim_id)
     payment_log(
         payment=payment,
         kind=EventKind.STATE_CHANGE,

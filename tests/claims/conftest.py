@@ -19,9 +19,11 @@ from django.utils import timezone
 from claims.models import Claim
 from claims.selectors import tier_snapshot_forget
 from claims.services import claim_create
-from events.inventory import inventory_store, inventory_sync_event
+from customers.models import Customer
 from events.models import Event, TicketTier
-from fairqueue.core.models import Customer
+from inventory.services import inventory_sync_event
+from inventory.store import inventory_store
+from payments.models import Payment
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -162,3 +164,41 @@ def tier() -> TicketTier:
 @pytest.fixture
 def buyer(tier: TicketTier) -> Admitted:
     return admit_directly(tier.event, [CustomerFactory()])[0]
+
+
+def claims_for(tier, n: int) -> list[Claim]:
+    return [
+        claim_create(
+            event_id=tier.event_id,
+            customer_id=a.customer.id,
+            admission_token=a.token,
+            tier_id=tier.id,
+            quantity=1,
+        )
+        for a in admit_directly(tier.event, make_customers(n))
+    ]
+
+
+def expire(*claims: Claim) -> None:
+    Claim.objects.filter(pk__in=[c.pk for c in claims]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def pay(claim: Claim, status: str = "PENDING") -> Payment:
+    """A live payment for the claim, as payment_open leaves it."""
+    Claim.objects.filter(pk=claim.pk).update(payment_in_flight=True)
+    return Payment.objects.create(
+        claim=claim,
+        customer_id=claim.customer_id,
+        reference=f"fq_{uuid.uuid4().hex}",
+        email="buyer@example.test",
+        amount=claim.amount,
+        currency=claim.currency,
+        status=status,
+        next_check_at=timezone.now() + timedelta(minutes=5),
+    )
+
+
+def status_of(claim: Claim) -> str:
+    return Claim.objects.get(pk=claim.pk).status

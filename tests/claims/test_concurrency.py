@@ -14,10 +14,11 @@ from claims.models import Claim
 from claims.selectors import tier_tickets_held
 from claims.services import claim_create
 from claims.services import claiming as claiming_module
-from events.inventory import inventory_store
-from events.models import Event, Ticket
+from events.models import Event
 from fairqueue.errors import AppError
 from fairqueue.redis import get_redis
+from inventory.models import Ticket
+from inventory.store import inventory_store
 from tests.claims.conftest import admit_directly, counter, in_flight, make_customers, on_sale, race
 
 pytestmark = pytest.mark.django_db(transaction=True)

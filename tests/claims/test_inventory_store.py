@@ -1,12 +1,12 @@
-"""The Redis side of a claim (events.inventory's store, extended for claims):
+"""The Redis side of a claim (inventory.store, extended for claims):
 reservation, optional claim lock in the same round trip, and finishing."""
 
 from __future__ import annotations
 
 import pytest
 
-from events.inventory import inventory_store
 from fairqueue.redis import get_redis
+from inventory.store import inventory_store
 from tests.claims.conftest import counter, in_flight, on_sale
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,9 @@ from django.db import transaction
 from claims.domain import ReleaseReason
 from claims.models import Claim
 from claims.services import claim_confirm, claim_reinstate, claim_release
-from events.models import Event, Ticket
+from events.models import Event
 from fairqueue.errors import InvalidTransition
+from inventory.models import Ticket
 from tests.claims.conftest import admit_directly, claim_one, counter, make_customers, on_sale
 
 pytestmark = pytest.mark.django_db

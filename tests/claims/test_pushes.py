@@ -9,8 +9,8 @@ from channels.testing import WebsocketCommunicator
 
 from claims.domain import ReleaseReason
 from claims.services import claim_create, claim_release
-from fairqueue.asgi import application
-from fairqueue.core.tokens import customer_token_issue
+from config.asgi import application
+from customers.tokens import customer_token_issue
 from tests.factories import CustomerFactory
 from tests.queueing.conftest import admit, make_event
 

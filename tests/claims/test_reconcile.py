@@ -8,16 +8,18 @@ import logging
 
 import pytest
 
-from claims import tasks
 from claims.domain import ReleaseReason
 from claims.models import Claim
-from claims.services import claim_release, inventory_reconcile
-from events import inventory
-from events.inventory import inventory_store
-from events.models import Event, Ticket
+from claims.services import claim_release
+from events import tasks
+from events.models import Event
+from events.services import inventory_reconcile
 from fairqueue.faults import InjectedFault, fault_armed
+from fairqueue.locks import SKIPPED, task_lock
 from fairqueue.redis import get_redis
-from queueing.store import queue_store
+from inventory import store as inventory_store_module
+from inventory.models import Ticket
+from inventory.store import inventory_store
 from tests.claims.conftest import (
     admit_directly,
     claim_one,
@@ -92,7 +94,7 @@ def test_a_process_dying_before_commit_stops_hiding_tickets_once_its_reservation
     inventory_reconcile()
     # Still young: it may be a live claim about to commit, so it stays counted.
     assert counter(tier) == 9
-    monkeypatch.setattr(inventory, "RESERVATION_MAX_AGE_MS", 0)
+    monkeypatch.setattr(inventory_store_module, "RESERVATION_MAX_AGE_MS", 0)
     inventory_reconcile()
     assert counter(tier) == 10 == free_in_postgres(tier)
     assert in_flight(tier) == []
@@ -143,7 +145,7 @@ def test_flushed_and_inflated_counters_are_healed_and_logged(caplog):
     get_redis().delete(inventory_store().counter_key(small.event_id, small.id))
     get_redis().set(inventory_store().counter_key(big.event_id, big.id), 10_000)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="events.inventory"):
+    with caplog.at_level(logging.WARNING, logger="inventory.services"):
         report = inventory_reconcile()
     assert counter(small) == 3
     assert counter(big) == 50
@@ -186,11 +188,10 @@ def test_flushing_all_of_redis_is_healed_by_one_reconcile():
 def test_the_reconcile_task_is_single_flight():
     tier = on_sale(tickets=10)
     get_redis().set(inventory_store().counter_key(tier.event_id, tier.id), 10_000)
-    token = queue_store().r.set("fq:task-lock:inventory_reconcile", "someone", nx=True, px=10_000)
-    assert token
-    assert tasks.inventory_reconcile() == {"skipped": "another run holds the lock"}
+    with task_lock("inventory_reconcile", ttl_s=10) as held:
+        assert held is not None
+        assert tasks.inventory_reconcile() == SKIPPED
     assert counter(tier) == 10_000
-    get_redis().delete("fq:task-lock:inventory_reconcile")
     result = tasks.inventory_reconcile()
     assert result["healed"] == [(str(tier.event_id), str(tier.id), 10, 10_000, 10)]
     assert counter(tier) == 10

@@ -7,8 +7,9 @@ import pytest
 from claims.domain import ReleaseReason
 from claims.models import Claim
 from claims.services import claim_create, claim_release
-from events.models import Event, Ticket
+from events.models import Event
 from fairqueue.errors import InvalidTransition, NotFound
+from inventory.models import Ticket
 from tests.claims.conftest import admit_directly, counter, make_customers, on_sale
 from tests.factories import CustomerFactory
 

@@ -7,9 +7,9 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
-from fairqueue.celery import _beat_schedule, app
-from fairqueue.core.housekeeping import records_purge
-from fairqueue.core.models import IdempotencyKey, OneTimeCode
+from config.celery import _beat_schedule, app
+from customers.housekeeping import records_purge
+from customers.models import IdempotencyKey, OneTimeCode
 from tests.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_only_records_past_their_retention_go(settings):
 
 
 def test_the_purge_deletes_in_batches(settings, monkeypatch):
-    monkeypatch.setattr("fairqueue.core.housekeeping.BATCH", 2)
+    monkeypatch.setattr("customers.housekeeping.BATCH", 2)
     for n in range(5):
         key(f"k{n}", timedelta(days=2))
     assert records_purge()["idempotency_keys"] == 5

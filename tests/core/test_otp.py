@@ -8,8 +8,8 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from fairqueue.core.models import Customer, OneTimeCode
-from fairqueue.core.tokens import customer_token_verify
+from customers.models import Customer, OneTimeCode
+from customers.tokens import customer_token_verify
 from tests.core.conftest import REQUEST_URL, VERIFY_URL, code_from, other_code
 from tests.factories import CustomerFactory
 

@@ -16,9 +16,9 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 
-from fairqueue.core.models import Customer, OneTimeCode
-from fairqueue.core.services import _code_matches, _lock_email, otp_request, otp_verify
-from fairqueue.core.tokens import customer_token_issue
+from customers.models import Customer, OneTimeCode
+from customers.services import _code_matches, _lock_email, otp_request, otp_verify
+from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError
 from tests.core.conftest import code_from, other_code
 from tests.core.threads import join, run_threads, wait_until_blocked

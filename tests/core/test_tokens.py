@@ -10,16 +10,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from fairqueue.core.authentication import TokenAuthMiddleware
-from fairqueue.core.tokens import (
-    ADMISSION_AUDIENCE,
-    CUSTOMER_AUDIENCE,
-    ISSUER,
-    CustomerPrincipal,
-    customer_token_issue,
-    sign,
-)
-from queueing.tokens import admission_token_issue
+from customers.authentication import TokenAuthMiddleware
+from customers.tokens import CUSTOMER_AUDIENCE, CustomerPrincipal, customer_token_issue
+from fairqueue.tokens import ISSUER, sign
+from queueing.tokens import ADMISSION_AUDIENCE, admission_token_issue
 
 ME_URL = "/api/v1/auth/me/"
 CUSTOMER_ID = uuid.uuid4()

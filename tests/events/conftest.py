@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from claims.models import Claim
 from events.management.commands.bootstrap_demo import ensure_organizer_group
-from events.models import Organizer, Ticket, TicketTier
+from events.models import Organizer, TicketTier
+from inventory.models import Ticket
 from tests.factories import CustomerFactory, OrganizerFactory, UserFactory
 
 

@@ -8,9 +8,10 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from events.admin import TierInlineForm
-from events.models import Event, Ticket, TicketTier
-from fairqueue.core.models import Customer
+from console.admin import TierInlineForm
+from customers.models import Customer
+from events.models import Event, TicketTier
+from inventory.models import Ticket
 from tests.events.conftest import hold_tickets, organizer_login
 from tests.factories import CustomerFactory, EventFactory, OrganizerFactory, TierFactory
 

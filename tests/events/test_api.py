@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from events.inventory import InventoryStore
+from inventory.store import InventoryStore
 from tests.events.conftest import hold_tickets
 from tests.factories import EventFactory, TierFactory
 

@@ -10,8 +10,9 @@ import pytest
 from django.db import transaction
 
 from events import services
-from events.models import Event, Ticket, TicketTier
+from events.models import Event, TicketTier
 from fairqueue.errors import InvalidTransition
+from inventory.models import Ticket
 from tests.core.threads import join, run_threads, wait_until_blocked
 from tests.factories import EventFactory, TierFactory
 

@@ -7,10 +7,11 @@ import pytest
 from django.utils import timezone
 
 from events import services
-from events.inventory import InventoryStore
-from events.models import Event, Ticket, TicketTier
+from events.models import Event, TicketTier
 from events.services import TierSpec
 from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from inventory.models import Ticket
+from inventory.store import InventoryStore
 from tests.events.conftest import hold_tickets
 from tests.factories import EventFactory, OrganizerFactory, TierFactory
 

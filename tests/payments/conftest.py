@@ -15,8 +15,9 @@ from django.db import connection
 from django.utils import timezone
 
 from claims.models import Claim
-from events.models import Ticket, TicketTier
-from fairqueue.core.models import Customer
+from customers.models import Customer
+from events.models import TicketTier
+from inventory.models import Ticket
 from payments.models import Payment
 from payments.paystack import sign
 from payments.sandbox import SandboxServer

@@ -1,6 +1,7 @@
 """Five concurrent "pay" calls for one claim make one payment and one gateway
-initialize. First the race with the guard (the partial unique index "one
-live payment per claim") switched off, then the guard holding."""
+initialize. First the race with the guards (the claim row lock that
+payment_open takes, and the partial unique index "one live payment per
+claim" behind it) switched off, then the guards holding."""
 
 from contextlib import contextmanager
 
@@ -8,7 +9,9 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from claims.models import Claim
 from payments.models import Payment
+from payments.services import initialize
 from tests.factories import bearer
 from tests.payments.conftest import in_threads, make_claim
 
@@ -18,7 +21,11 @@ CALLERS = 5
 
 
 @contextmanager
-def live_payment_guard_off():
+def live_payment_guard_off(monkeypatch):
+    def claim_unlocked(*, claim_id, customer_id=None):
+        return Claim.objects.select_related("customer").get(pk=claim_id, customer_id=customer_id)
+
+    monkeypatch.setattr(initialize, "claim_lock", claim_unlocked)
     constraint = next(
         c for c in Payment._meta.constraints if c.name == "payment_one_live_per_claim"
     )
@@ -42,9 +49,9 @@ def pay_concurrently(claim) -> list:
     return in_threads(call, CALLERS)
 
 
-def test_without_the_guard_concurrent_calls_double_initialize(sandbox):
+def test_without_the_guard_concurrent_calls_double_initialize(sandbox, monkeypatch):
     # The race is timing-dependent; it needs to show once in a few rounds.
-    with live_payment_guard_off():
+    with live_payment_guard_off(monkeypatch):
         for _ in range(10):
             claim = make_claim()
             pay_concurrently(claim)

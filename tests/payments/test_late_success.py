@@ -6,7 +6,7 @@ import pytest
 
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.services import claim_release
-from events.models import Ticket
+from inventory.models import Ticket
 from payments.models import Payment
 from tests.factories import CustomerFactory, TierFactory
 from tests.payments.conftest import (

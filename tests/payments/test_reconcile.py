@@ -9,9 +9,10 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from fairqueue.faults import InjectedFault, fault_armed
+from fairqueue.locks import SKIPPED, task_lock
+from payments import tasks
 from payments.models import Payment
 from payments.services import payment_initialize, payments_due, payments_reconcile
-from payments.services.reconcile import _ADVISORY_LOCK_ID
 from tests.payments.conftest import (
     held_tickets,
     kinds,
@@ -210,32 +211,15 @@ def test_workers_skip_rows_another_worker_holds(api, sandbox):
     assert payments_due(limit=10) == []
 
 
-@pytest.mark.django_db(transaction=True)
-def test_reconcile_is_single_flight(api, sandbox):
+@pytest.mark.django_db
+def test_the_reconcile_task_is_single_flight(api, sandbox):
     payment = pending_payment(api)
     time_passes(payment)
-    locked, release = threading.Event(), threading.Event()
-
-    def running_elsewhere() -> None:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_lock(%s)", [_ADVISORY_LOCK_ID])
-                locked.set()
-                release.wait(timeout=10)
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [_ADVISORY_LOCK_ID])
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=running_elsewhere)
-    thread.start()
-    try:
-        assert locked.wait(timeout=10)
-        assert payments_reconcile() == {"skipped_locked": 1}
+    with task_lock("payments_reconcile", ttl_s=10) as held:
+        assert held is not None
+        assert tasks.payments_reconcile() == SKIPPED
         assert sandbox.stats()["verify_calls"] == 0
-    finally:
-        release.set()
-        thread.join()
-    assert payments_reconcile() == {"verify:in_progress": 1}
+    assert tasks.payments_reconcile() == {"verify:in_progress": 1}
 
 
 @pytest.mark.django_db

@@ -10,9 +10,12 @@ import pytest
 from django.utils import timezone
 
 from claims.models import Claim
-from events.models import Event, Ticket
+from events.models import Event
 from events.services import event_end
 from fairqueue.faults import InjectedFault, fault_armed
+from fairqueue.locks import release_token
+from fairqueue.redis import get_redis
+from inventory.models import Ticket
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -165,14 +168,16 @@ def test_a_held_lock_skips_the_tick_and_only_its_owner_releases_it(settings):
     settings.ADMISSION_INTERVAL_SECONDS = 0.4  # the tick waits 0.2 s for the lock
     event = make_event(tickets=10)
     join(event)
-    store = queue_store()
-    owner = store.lock_acquire(event_id=event.id, ttl_ms=10_000)
+    key = queue_store().lock_key(event.id)
+    lock = get_redis().lock(key, timeout=10, thread_local=False)
+    assert lock.acquire(blocking=False)
     started = time.monotonic()
     assert services.admission_tick_event(event_id=event.id).skipped == "locked"
-    assert time.monotonic() - started >= 0.2
+    assert time.monotonic() - started >= 0.15
     assert statuses(event) == {"WAITING": 1}
-    assert store.lock_release(event_id=event.id, token="someone-else") is False
-    assert store.lock_release(event_id=event.id, token=owner) is True
+    release_token(key, "someone-else")
+    assert lock.owned()
+    lock.release()
     assert services.admission_tick_event(event_id=event.id).admitted == 1
 
 
@@ -182,11 +187,9 @@ def test_a_tick_waits_for_a_lock_released_within_half_a_tick(settings):
     settings.ADMISSION_INTERVAL_SECONDS = 2.0  # waits up to 1 s
     event = make_event(tickets=10)
     join(event)
-    store = queue_store()
-    owner = store.lock_acquire(event_id=event.id, ttl_ms=10_000)
-    releaser = threading.Timer(
-        0.3, store.lock_release, kwargs={"event_id": event.id, "token": owner}
-    )
+    lock = get_redis().lock(queue_store().lock_key(event.id), timeout=10, thread_local=False)
+    assert lock.acquire(blocking=False)
+    releaser = threading.Timer(0.3, lock.release)
     releaser.start()
     try:
         report = services.admission_tick_event(event_id=event.id)

@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from queueing import admission, services
+from queueing import services
 from queueing.models import QueueEntry
+from queueing.services import admission
 from queueing.store import queue_store
 from tests.factories import CustomerFactory, bearer
 from tests.queueing.conftest import join, make_event

@@ -10,9 +10,9 @@ from asgiref.sync import async_to_sync, sync_to_async
 from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 
+from config.asgi import application
+from customers.tokens import customer_token_issue
 from events.services import event_end, event_pause, event_resume
-from fairqueue.asgi import application
-from fairqueue.core.tokens import customer_token_issue
 from queueing import services
 from queueing.consumers import QueueConsumer, origin_allowed
 from queueing.models import QueueEntry

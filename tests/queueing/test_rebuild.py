@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fairqueue.rebuild import redis_rebuild
+from console.services import redis_rebuild
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store

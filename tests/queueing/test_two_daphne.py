@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db import connection
 
 from bench.stack import healthz_ok
+from customers.tokens import customer_token_issue
 from events.services import event_pause
 from fairqueue import devstack
-from fairqueue.core.tokens import customer_token_issue
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read
@@ -37,7 +37,7 @@ from tests.queueing.conftest import join, make_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ASGI_APP = "fairqueue.asgi:application"
+ASGI_APP = "config.asgi:application"
 
 
 def daphne_env() -> dict[str, str]:

@@ -1,0 +1,45 @@
+"""What the payments app (above claims) needs to change on a claim while a
+payment is in flight. Each runs inside the payments transaction that moves
+the payment, so the claim and the payment change together."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+
+from claims.domain import ClaimStatus
+from claims.models import Claim
+from fairqueue.errors import NotFound
+from fairqueue.locks import pg_lock_timeout
+
+
+def claim_lock(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str | None = None) -> Claim:
+    """The claim row, locked until the caller's transaction ends (a wait past
+    the lock timeout is 503 busy). With ``customer_id`` it must be theirs:
+    someone else's claim is as unknown as a missing one."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("claim_lock needs the caller's transaction")
+    lookup = Claim.objects.select_for_update().select_related("customer").filter(pk=claim_id)
+    if customer_id is not None:
+        lookup = lookup.filter(customer_id=customer_id)
+    with pg_lock_timeout():
+        claim = lookup.first()
+    if claim is None:
+        raise NotFound("No such claim.", code="claim_not_found")
+    return claim
+
+
+def claim_payment_started(*, claim: Claim) -> None:
+    """A payment for the (locked, CLAIMED) claim is in flight from now on:
+    claim expiry leaves it to the payments app (invariant 5)."""
+    if claim.status != ClaimStatus.CLAIMED:
+        raise ValueError(f"a {claim.status} claim cannot start a payment")
+    Claim.objects.filter(pk=claim.pk).update(payment_in_flight=True)
+    claim.payment_in_flight = True
+
+
+def claim_payment_ended(*, claim_id: uuid.UUID | str) -> None:
+    """The claim's payment is no longer in flight (it was confirmed or
+    failed): expiry may look at the claim again."""
+    Claim.objects.filter(pk=claim_id, payment_in_flight=True).update(payment_in_flight=False)

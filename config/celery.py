@@ -1,0 +1,51 @@
+"""The Celery app and, in one place, every periodic task (beat).
+
+django-celery-beat's DatabaseScheduler stores this schedule in Postgres, so
+organizers can see it in the admin; this module stays its single definition.
+"""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("fairqueue")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def _beat_schedule() -> dict:
+    from django.conf import settings
+
+    every = {
+        "admission": settings.ADMISSION_INTERVAL_SECONDS,
+        "expiry": settings.EXPIRY_INTERVAL_SECONDS,
+        "reconcile": settings.RECONCILE_INTERVAL_SECONDS,
+    }
+    return {
+        "admission-tick": {"task": "queueing.tasks.admission_tick", "schedule": every["admission"]},
+        "queue-reconcile": {
+            "task": "queueing.tasks.queue_reconcile",
+            "schedule": every["reconcile"],
+        },
+        "claims-expire": {"task": "claims.tasks.claims_expire", "schedule": every["expiry"]},
+        "paying-claims-expire": {
+            "task": "payments.tasks.paying_claims_expire",
+            "schedule": every["expiry"],
+        },
+        "inventory-reconcile": {
+            "task": "events.tasks.inventory_reconcile",
+            "schedule": every["reconcile"],
+        },
+        "payments-reconcile": {
+            "task": "payments.tasks.payments_reconcile",
+            "schedule": every["reconcile"],
+        },
+        "records-purge": {"task": "customers.tasks.records_purge", "schedule": 3600.0},
+    }
+
+
+@app.on_after_finalize.connect
+def _setup_schedule(sender: Celery, **kwargs: object) -> None:
+    sender.conf.beat_schedule = _beat_schedule()

@@ -1,0 +1,247 @@
+"""FairQueue settings: everything comes from the environment (django-environ).
+
+Every variable, with its default, is listed in the README. `DATABASE_URL` and
+`REDIS_URL` are required; `make run` / `make test` set them to embedded
+services when they are missing from the environment.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+_DEV_SECRET_KEY = "dev-insecure-key-change-me-in-production-0123456789"  # noqa: S105 - dev only
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET_KEY if DEBUG else "")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
+WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://localhost:8000")
+# Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
+# Empty: the page's own host, on WS_PORT when that is set (`make run` serves
+# daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
+WEBSOCKET_PUBLIC_URL = env.str("WEBSOCKET_PUBLIC_URL", default="")
+WS_PORT = env.int("WS_PORT", default=None)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "django_celery_beat",
+    "customers",
+    "inventory",
+    "events",
+    "queueing",
+    "claims",
+    "payments",
+    "storefront",
+    "console",
+]
+
+# Django's own middleware; the four cookie ones skip /api/ (bearer tokens only),
+# see fairqueue/middleware.py.
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "fairqueue.middleware.PagesSessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "fairqueue.middleware.PagesCsrfViewMiddleware",
+    "fairqueue.middleware.PagesAuthenticationMiddleware",
+    "fairqueue.middleware.PagesMessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- PostgreSQL: the only source of truth ---------------------------------
+if "DATABASE_URL" not in env:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set. Use `make run` / `make test` (they start an embedded "
+        "PostgreSQL) or export DATABASE_URL=postgres://user@host:port/dbname."
+    )
+_db = env.db("DATABASE_URL")
+# Sync servers (gunicorn, Celery) keep one connection per process. ASGI
+# processes (daphne) call sync code from a thread pool, where persistent
+# connections are never reused and exhaust Postgres: they use the psycopg pool
+# instead (asgi.py turns DB_POOL on). See SPEC.md "Serving".
+if env.bool("DB_POOL", default=False):
+    _db["CONN_MAX_AGE"] = 0
+    _db.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env.int("DB_POOL_MAX_SIZE", default=10),
+        "timeout": 10,
+    }
+else:
+    _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+    # Off by default: it costs a `SELECT 1` round trip before the first query
+    # of every request. A connection that broke fails one request, is marked
+    # unusable and replaced on the next.
+    _db["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
+_db.setdefault("OPTIONS", {})["connect_timeout"] = 5
+# How long a request waits for a Postgres row lock before it answers "busy,
+# retry" (503 + Retry-After) instead of hanging (fairqueue/locks.py).
+DB_LOCK_TIMEOUT_MS = env.int("DB_LOCK_TIMEOUT_MS", default=2000)
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: performance layer, may be wiped at any moment --------------------
+if "REDIS_URL" not in env:
+    raise ImproperlyConfigured(
+        "REDIS_URL is not set. Use `make run` / `make test` (they start an embedded "
+        "Redis) or export REDIS_URL=redis://host:port/0."
+    )
+REDIS_URL = env.str("REDIS_URL")
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=2.0)
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "fq:cache",
+        "OPTIONS": {"socket_timeout": REDIS_SOCKET_TIMEOUT, "socket_connect_timeout": 2},
+    }
+}
+
+CHANNEL_LAYERS = {
+    "default": {
+        # Pub/sub layer: a group broadcast is one PUBLISH per event, whatever
+        # the number of sockets listening (SPEC: no per-customer cost per tick).
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+# --- Celery ----------------------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+ADMISSION_INTERVAL_SECONDS = env.float("ADMISSION_INTERVAL_SECONDS", default=5.0)
+EXPIRY_INTERVAL_SECONDS = env.float("EXPIRY_INTERVAL_SECONDS", default=30.0)
+RECONCILE_INTERVAL_SECONDS = env.float("RECONCILE_INTERVAL_SECONDS", default=30.0)
+
+# --- Auth, tokens, customers -----------------------------------------------
+TOKEN_SIGNING_KEY = env.str("TOKEN_SIGNING_KEY", default=SECRET_KEY)
+CUSTOMER_TOKEN_TTL = timedelta(hours=env.int("CUSTOMER_TOKEN_TTL_HOURS", default=24))
+OTP_TTL = timedelta(minutes=env.int("OTP_TTL_MINUTES", default=10))
+OTP_MAX_ATTEMPTS = env.int("OTP_MAX_ATTEMPTS", default=5)
+OTP_RESEND_SECONDS = env.int("OTP_RESEND_SECONDS", default=60)
+# How long spent one-time codes and stored Idempotency-Key answers are kept
+# (purged hourly by the beat task customers.tasks.records_purge).
+OTP_CODE_RETENTION_HOURS = env.int("OTP_CODE_RETENTION_HOURS", default=24)
+IDEMPOTENCY_KEY_RETENTION_HOURS = env.int("IDEMPOTENCY_KEY_RETENTION_HOURS", default=24)
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="FairQueue <tickets@fairqueue.local>")
+
+# --- Queue, claims, payments -----------------------------------------------
+ADMISSION_WINDOW_SECONDS = env.int("ADMISSION_WINDOW_SECONDS", default=300)
+CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
+# Per-process caches of event/tier rows on the join and claim hot paths.
+# Admission and the Postgres guard are what really gate, so a second of
+# staleness only delays a status change by that second.
+QUEUE_EVENT_CACHE_SECONDS = env.float("QUEUE_EVENT_CACHE_SECONDS", default=1.0)
+CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
+# The cheap queue reconciliation compares set sizes; a full member-by-member
+# pass runs this often (a lost member plus a stale one leave sizes equal).
+QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)
+PAYSTACK_BASE_URL = env.str("PAYSTACK_BASE_URL", default="http://127.0.0.1:8002")
+PAYSTACK_SECRET_KEY = env.str("PAYSTACK_SECRET_KEY", default="sk_test_fairqueue_sandbox")
+PAYSTACK_TIMEOUT_SECONDS = env.float("PAYSTACK_TIMEOUT_SECONDS", default=10.0)
+# Transient gateway failures (timeouts, 5xx, 429): attempts per call, and the
+# base of the exponential backoff with full jitter between them.
+PAYSTACK_MAX_ATTEMPTS = env.int("PAYSTACK_MAX_ATTEMPTS", default=3)
+PAYSTACK_RETRY_BASE_SECONDS = env.float("PAYSTACK_RETRY_BASE_SECONDS", default=0.25)
+PAYMENT_STALE_SECONDS = env.int("PAYMENT_STALE_SECONDS", default=120)
+# Test-only hooks that make a process fail at an exact line (e.g. between the
+# Postgres commit and the Redis write). Never enabled in production.
+FAULT_HOOKS_ENABLED = env.bool("FAULT_HOOKS_ENABLED", default=False)
+
+# --- DRF / OpenAPI ----------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["customers.authentication.CustomerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "fairqueue.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    # Proxies in front of the app whose X-Forwarded-For hop is trusted (nginx in
+    # docker compose: 1). 0 = the client is REMOTE_ADDR; never trust the header
+    # blindly, or a client picks a new throttle identity on every request.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
+    "DEFAULT_THROTTLE_RATES": {
+        "otp_request": env.str("THROTTLE_OTP_REQUEST", default="10/hour"),
+        "otp_verify": env.str("THROTTLE_OTP_VERIFY", default="30/hour"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "FairQueue API",
+    "DESCRIPTION": "Virtual waiting room and ticket allocation for flash sales.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Each status field's choices under its own name (they all share "status").
+    "ENUM_NAME_OVERRIDES": {
+        "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
+        "ClaimStatusEnum": "claims.domain.CLAIM_STATUS_CHOICES",
+        "PaymentStatusEnum": "payments.domain.PAYMENT_STATUS_CHOICES",
+    },
+    # The error answers every operation can give (401, 404, 400/413/415/422, ...).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "fairqueue.schema.document_error_answers",
+    ],
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=64 * 1024)
+
+# --- i18n, static ------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+LOGIN_URL = "admin:login"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from customers.models import Customer
+from customers.tokens import customer_token_issue
+
+
+class Command(BaseCommand):
+    help = "Create N customers in bulk and write 'customer_id token' per line (load tests)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--count", type=int, required=True)
+        parser.add_argument("--output", required=True)
+        parser.add_argument("--email-prefix", default="loadtest")
+
+    def handle(self, *args, count, output, email_prefix, **options):
+        if count < 1:
+            raise CommandError("--count must be at least 1")
+        emails = [f"{email_prefix}+{i}@example.test" for i in range(count)]
+        Customer.objects.bulk_create(
+            [Customer(email=e) for e in emails], batch_size=5000, ignore_conflicts=True
+        )
+        customers = dict(Customer.objects.filter(email__in=emails).values_list("email", "id"))
+        with Path(output).open("w") as fh:
+            for email in emails:
+                token, _ = customer_token_issue(customer_id=customers[email], email=email)
+                fh.write(f"{customers[email]} {token}\n")
+        self.stdout.write(f"wrote {count} tokens to {output}")

@@ -1,0 +1,34 @@
+from rest_framework import serializers
+
+from customers.services import CODE_DIGITS
+from fairqueue.api import StrictSerializer
+
+
+class OtpRequestSerializer(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+
+
+class OtpVerifySerializer(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+    code = serializers.RegexField(
+        rf"^\d{{{CODE_DIGITS}}}$",
+        help_text=f"The {CODE_DIGITS}-digit code from the email.",
+        error_messages={"invalid": f"The code is {CODE_DIGITS} digits."},
+    )
+
+
+class OtpSentSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text='Always "sent", whether or not the address is known.')
+    expires_in = serializers.IntegerField(help_text="Seconds the code stays valid.")
+    resend_after = serializers.IntegerField(help_text="Seconds before another code may be asked.")
+
+
+class SignInSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="Customer token: send as 'Authorization: Bearer'.")
+    customer_id = serializers.UUIDField()
+    expires_at = serializers.DateTimeField()
+
+
+class MeSerializer(serializers.Serializer):
+    customer_id = serializers.UUIDField()
+    email = serializers.EmailField()

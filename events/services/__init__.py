@@ -1,0 +1,42 @@
+"""Writes for events and tiers, the only place that changes them.
+
+- ``lifecycle``: create and edit events, and their status transitions;
+- ``tiers``: ticket tiers (their ticket rows follow through inventory);
+- ``sale_status``: SOLD_OUT and back, following the tickets; the periodic
+  inventory reconciliation.
+"""
+
+from events.services.lifecycle import (
+    EVENT_EDITABLE_FIELDS,
+    default_sale_window,
+    event_activate,
+    event_create,
+    event_end,
+    event_pause,
+    event_resume,
+    event_update,
+)
+from events.services.sale_status import (
+    event_mark_available,
+    event_mark_sold_out,
+    inventory_reconcile,
+)
+from events.services.tiers import TierSpec, tier_create, tier_provision_tickets, tier_update
+
+__all__ = [
+    "EVENT_EDITABLE_FIELDS",
+    "TierSpec",
+    "default_sale_window",
+    "event_activate",
+    "event_create",
+    "event_end",
+    "event_mark_available",
+    "event_mark_sold_out",
+    "event_pause",
+    "event_resume",
+    "event_update",
+    "inventory_reconcile",
+    "tier_create",
+    "tier_provision_tickets",
+    "tier_update",
+]

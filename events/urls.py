@@ -1,8 +1,0 @@
-from django.urls import path
-
-from events.views import EventDetailView, EventListView
-
-urlpatterns = [
-    path("events/", EventListView.as_view(), name="event-list"),
-    path("events/<uuid:event_id>/", EventDetailView.as_view(), name="event-detail"),
-]

@@ -1,9 +1,0 @@
-from django.urls import path
-
-from fairqueue.core.views import MeView, OtpRequestView, OtpVerifyView
-
-urlpatterns = [
-    path("otp/request/", OtpRequestView.as_view(), name="otp-request"),
-    path("otp/verify/", OtpVerifyView.as_view(), name="otp-verify"),
-    path("me/", MeView.as_view(), name="me"),
-]

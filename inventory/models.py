@@ -1,0 +1,40 @@
+from django.db import models
+
+
+class Ticket(models.Model):
+    """One row per sellable ticket of a tier (invariant 1).
+
+    A claim takes its tickets by setting ``claim`` on free rows selected with
+    ``FOR UPDATE SKIP LOCKED``: Postgres itself refuses to hand out more
+    tickets than exist, and concurrent claims lock different rows instead of
+    queueing on one counter row.
+
+    ``reservation_id`` names the Redis reservation (``inventory.store``) that
+    fronted the last claim to take the row. Reconciliation uses it to tell a
+    reservation whose claim committed (its process died before finishing it
+    in Redis) from one still in flight. A released row keeps it: that
+    reservation did commit.
+    """
+
+    tier = models.ForeignKey("events.TicketTier", on_delete=models.CASCADE, related_name="tickets")
+    claim = models.ForeignKey(
+        "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="tickets"
+    )
+    reservation_id = models.CharField(max_length=32, blank=True, default="")
+
+    class Meta:
+        # The table this model had when it lived in the events app.
+        db_table = "events_ticket"
+        indexes = [
+            models.Index(
+                fields=["tier"], condition=models.Q(claim__isnull=True), name="ticket_free_by_tier"
+            ),
+            models.Index(
+                fields=["reservation_id"],
+                condition=~models.Q(reservation_id=""),
+                name="ticket_reservation",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"ticket {self.pk} of {self.tier_id}"

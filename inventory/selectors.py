@@ -1,0 +1,63 @@
+"""Reads of ticket inventory: Postgres truth (invariant 3: a tier's ticket
+rows not held by a CLAIMED or CONFIRMED claim), and the approximate numbers
+customers see."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import redis
+from django.db.models import Count, Q
+
+from inventory.models import Ticket
+from inventory.store import inventory_store
+
+logger = logging.getLogger(__name__)
+
+
+def free_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
+    """Postgres truth: free tickets per tier of an event (every tier that has
+    ticket rows, with 0 when all are held)."""
+    rows = (
+        Ticket.objects.filter(tier__event_id=event_id)
+        .values_list("tier_id")
+        .annotate(free=Count("id", filter=Q(claim__isnull=True)))
+        .order_by()
+    )
+    return dict(rows)
+
+
+def tier_free_tickets(*, tier_id: object) -> int:
+    """Unheld ticket rows of a tier, including rows an in-flight claim has
+    locked but not committed yet."""
+    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True).count()
+
+
+def tier_held_tickets(*, tier_id: object) -> int:
+    """Ticket rows of a tier held by a claim (CLAIMED or CONFIRMED)."""
+    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=False).count()
+
+
+def event_has_free_ticket(*, event_id: object) -> bool:
+    """Postgres truth: any tier of the event still has an unheld ticket."""
+    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).exists()
+
+
+def event_free_tickets(*, event_id: object) -> int:
+    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).count()
+
+
+def available_tickets(*, event_id: uuid.UUID | str, tier_ids: list[object]) -> dict[str, int]:
+    """Approximate free tickets per tier: Redis, falling back to Postgres for
+    missing counters or when Redis is down."""
+    try:
+        counts = inventory_store().available(event_id=event_id, tier_ids=tier_ids)
+    except redis.RedisError:
+        counts = {str(t): None for t in tier_ids}
+    if any(v is None for v in counts.values()):
+        truth = free_tickets_by_tier(event_id=event_id)
+        counts = {
+            t: (v if v is not None else truth.get(uuid.UUID(t), 0)) for t, v in counts.items()
+        }
+    return {t: max(0, v) for t, v in counts.items()}

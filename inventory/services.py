@@ -1,0 +1,151 @@
+"""Writes of ticket inventory: ticket rows made to match a tier's size, the
+Postgres guard that hands them to claims (invariant 1), and the Redis
+counters brought back to Postgres truth (invariant 2)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+
+from django.db import connection, transaction
+
+from fairqueue.errors import InvalidInput
+from inventory.models import Ticket
+from inventory.selectors import free_tickets_by_tier
+from inventory.store import inventory_store
+
+logger = logging.getLogger(__name__)
+
+TABLE = Ticket._meta.db_table
+
+# Up to N free tickets of a tier, locked. With SKIP LOCKED, concurrent claims
+# lock different rows instead of queueing on one counter row; MATERIALIZED
+# keeps the locking SELECT evaluated exactly once. A CTE fragment named
+# ``picked``: ``tickets_take`` uses it, and claims composes it with the INSERT
+# of the claim itself (one statement on the claim's hot path).
+PICK_FREE_SQL = f"""
+picked AS MATERIALIZED (
+    SELECT id FROM {TABLE}
+    WHERE tier_id = %s AND claim_id IS NULL
+    LIMIT %s
+    FOR UPDATE {{skip}}
+)"""  # noqa: S608  (the table name comes from the model, values are parameters)
+
+_TAKE_SQL = f"""
+WITH {PICK_FREE_SQL}
+UPDATE {TABLE} AS t SET claim_id = %s
+FROM picked WHERE t.id = picked.id
+"""  # noqa: S608
+
+
+class ShortOfTickets(Exception):
+    """Fewer free rows could be taken than asked for: roll the claim back."""
+
+
+def tickets_take(*, tier_id: object, claim_id: object, quantity: int, skip_locked: bool) -> int:
+    """Give up to ``quantity`` free tickets of the tier to an existing claim;
+    returns how many it got. Must run inside the claim's transaction."""
+    sql = _TAKE_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tier_id, quantity, claim_id])
+        return cursor.rowcount
+
+
+def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, int]:
+    """The claims' ticket rows go back to sale; returns how many per tier.
+    Must run inside the transaction that releases the claims."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {TABLE} SET claim_id = NULL WHERE claim_id = ANY(%s) "  # noqa: S608
+            "RETURNING tier_id",
+            [list(claim_ids)],
+        )
+        freed: dict[uuid.UUID, int] = {}
+        for (tier_id,) in cursor.fetchall():
+            freed[tier_id] = freed.get(tier_id, 0) + 1
+    return freed
+
+
+def tickets_provision(*, tier_id: object, inventory: int) -> None:
+    """Make a tier's ticket rows number ``inventory``. Only free tickets can be
+    removed; an inventory below what is already held is refused. The caller
+    holds the tier's row lock (two saves must not both add the difference)."""
+    existing = Ticket.objects.filter(tier_id=tier_id).count()
+    if inventory > existing:
+        Ticket.objects.bulk_create(
+            [Ticket(tier_id=tier_id) for _ in range(inventory - existing)], batch_size=5000
+        )
+    elif inventory < existing:
+        surplus = existing - inventory
+        free_ids = list(
+            Ticket.objects.select_for_update(skip_locked=True)
+            .filter(tier_id=tier_id, claim__isnull=True)
+            .values_list("id", flat=True)[:surplus]
+        )
+        if len(free_ids) < surplus:
+            raise InvalidInput(
+                "The inventory cannot go below the tickets already claimed or sold.",
+                details={"inventory": inventory, "held": existing - len(free_ids)},
+            )
+        Ticket.objects.filter(id__in=free_ids).delete()
+
+
+def inventory_sync_event(
+    *, event_id: uuid.UUID | str, tier_ids: Iterable[object] | None = None
+) -> list[tuple[str, int, int, int]]:
+    """Bring the tier counters of an event (or only ``tier_ids``) to Postgres
+    truth minus the reservations still in flight. Returns the tiers that
+    diverged as (tier_id, postgres_free, redis_before, redis_after); each heal
+    is logged with both numbers.
+
+    The free counts and the committed reservations are read in ONE snapshot
+    (REPEATABLE READ), and the in-flight set is read after that snapshot
+    began. So a reservation whose claim committed before the snapshot is seen
+    as committed (its tickets are already missing from the free count and it
+    must not be subtracted twice), and one that commits later is subtracted
+    exactly once. Without this, a process that died between its commit and
+    finishing its reservation would hide those tickets until the reservation
+    aged out.
+    """
+    store = inventory_store()
+    wanted = None if tier_ids is None else {str(t) for t in tier_ids}
+    fresh_transaction = not connection.in_atomic_block
+    with transaction.atomic():
+        if fresh_transaction:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        free_by_tier = {
+            str(tier): free
+            for tier, free in free_tickets_by_tier(event_id=event_id).items()
+            if wanted is None or str(tier) in wanted
+        }
+        inflight = {t: store.inflight(event_id=event_id, tier_id=t) for t in free_by_tier}
+        ids = [m.split(":", 1)[0] for members in inflight.values() for m in members]
+        committed_ids = (
+            set(
+                Ticket.objects.filter(reservation_id__in=ids)
+                .values_list("reservation_id", flat=True)
+                .distinct()
+            )
+            if ids
+            else set()
+        )
+    healed = []
+    for tier_id, free in free_by_tier.items():
+        committed = [m for m in inflight[tier_id] if m.split(":", 1)[0] in committed_ids]
+        previous, new = store.sync(
+            event_id=event_id, tier_id=tier_id, free_in_postgres=free, committed=committed
+        )
+        if previous != new:
+            healed.append((tier_id, free, previous, new))
+            logger.warning(
+                "inventory divergence healed event=%s tier=%s postgres_free=%s "
+                "redis_before=%s redis_after=%s",
+                event_id,
+                tier_id,
+                free,
+                previous,
+                new,
+            )
+    return healed

@@ -1,0 +1,143 @@
+"""The Redis side of ticket inventory: a counter per tier that turns most
+claims away before they reach Postgres, and the reservations in flight.
+
+Keys (``fq:{<event_id>}:tier:<tier_id>:...``): ``available`` (the counter) and
+``inflight`` (sorted set of ``<reservation id>:<quantity>``, scored by the time
+the reservation was made). The counter may be missing or wrong; Postgres
+(``inventory.models.Ticket``) is the truth and ``inventory.services`` brings
+the counter back to it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fairqueue.redis import RedisStore, event_key
+
+# A reservation older than this is from a process that died mid-claim. A claim
+# holds its reservation for one short Postgres transaction, so this is far
+# longer than any live claim; dropping a reservation that is in fact still
+# alive only makes Redis show too many free tickets for a while, which
+# Postgres refuses anyway (invariant 1). Kept below one reconciliation
+# interval so a dead reservation stops hiding tickets by the next tick.
+RESERVATION_MAX_AGE_MS = 20_000
+
+
+@dataclass(frozen=True)
+class Reservation:
+    event_id: str
+    tier_id: str
+    quantity: int
+    id: str
+
+    @property
+    def member(self) -> str:
+        """How the reservation is written in the in-flight sorted set."""
+        return f"{self.id}:{self.quantity}"
+
+
+class InventoryStore(RedisStore):
+    scripts_dir = Path(__file__).parent / "lua"
+    script_names = ("reserve", "unreserve", "sync", "give_back")
+
+    @staticmethod
+    def counter_key(event_id: object, tier_id: object) -> str:
+        return event_key(event_id, "tier", tier_id, "available")
+
+    @staticmethod
+    def inflight_key(event_id: object, tier_id: object) -> str:
+        return event_key(event_id, "tier", tier_id, "inflight")
+
+    def _keys(self, event_id: object, tier_id: object) -> list[str]:
+        return [self.counter_key(event_id, tier_id), self.inflight_key(event_id, tier_id)]
+
+    def reserve(
+        self,
+        *,
+        event_id: object,
+        tier_id: object,
+        quantity: int,
+        lock_key: str | None = None,
+        lock_token: str = "",
+        lock_ttl_ms: int = 0,
+    ) -> tuple[int, Reservation]:
+        """Lua "decrement by quantity if enough": (left, reservation), or -1
+        (cache miss) / -2 (not enough) with no reservation made.
+
+        With ``lock_key`` the script first takes that lock (SET NX PX with
+        ``lock_token``) in the same round trip: -3 when someone else holds it
+        (nothing else happened); on -1 / -2 the lock stays taken."""
+        reservation = Reservation(str(event_id), str(tier_id), quantity, uuid.uuid4().hex)
+        keys = self._keys(event_id, tier_id)
+        args: list[object] = [quantity, reservation.id, int(time.time() * 1000)]
+        if lock_key is not None:
+            keys.append(lock_key)
+            args += [lock_token, lock_ttl_ms]
+        result = self.scripts["reserve"](keys=keys, args=args)
+        return int(result), reservation
+
+    def finish(
+        self,
+        reservation: Reservation,
+        *,
+        give_back: bool,
+        lock_key: str | None = None,
+        lock_token: str = "",
+    ) -> None:
+        """The reservation's Postgres transaction is over: committed
+        (``give_back=False``) or not (the tickets return to the counter).
+        With ``lock_key``, also releases that lock if it still holds
+        ``lock_token``, in the same round trip."""
+        keys = self._keys(reservation.event_id, reservation.tier_id)
+        args: list[object] = [reservation.quantity, reservation.id, "1" if give_back else "0"]
+        if lock_key is not None:
+            keys.append(lock_key)
+            args.append(lock_token)
+        self.scripts["unreserve"](keys=keys, args=args)
+
+    def give_back(self, *, event_id: object, tier_id: object, quantity: int) -> None:
+        """Tickets released in Postgres return to the counter (only if it
+        exists: a missing counter is rebuilt from Postgres on the next miss)."""
+        self.scripts["give_back"](keys=[self.counter_key(event_id, tier_id)], args=[quantity])
+
+    def inflight(self, *, event_id: object, tier_id: object) -> list[str]:
+        """Members (``<reservation id>:<quantity>``) of the in-flight set."""
+        return list(self.r.zrange(self.inflight_key(event_id, tier_id), 0, -1))
+
+    def sync(
+        self,
+        *,
+        event_id: object,
+        tier_id: object,
+        free_in_postgres: int,
+        committed: Iterable[str] = (),
+    ) -> tuple[int, int]:
+        """Force the counter to truth minus in-flight reservations, after
+        dropping the ``committed`` members (their claims are in Postgres).
+        Returns (previous or -1, new)."""
+        cutoff = int(time.time() * 1000) - RESERVATION_MAX_AGE_MS
+        previous, new = self.scripts["sync"](
+            keys=self._keys(event_id, tier_id), args=[free_in_postgres, cutoff, *committed]
+        )
+        return int(previous), int(new)
+
+    def available(self, *, event_id: object, tier_ids: Iterable[object]) -> dict[str, int | None]:
+        tier_ids = [str(t) for t in tier_ids]
+        values = self.r.mget([self.counter_key(event_id, t) for t in tier_ids]) if tier_ids else []
+        return {
+            t: (int(v) if v is not None else None) for t, v in zip(tier_ids, values, strict=True)
+        }
+
+
+_store: InventoryStore | None = None
+
+
+def inventory_store() -> InventoryStore:
+    global _store
+    if _store is None:
+        _store = InventoryStore()
+    return _store

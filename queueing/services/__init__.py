@@ -1,0 +1,56 @@
+"""Writes of the waiting room, the only place that changes queue entries.
+
+- ``join``: joining, leaving, position;
+- ``admission``: the admission tick (pre-queue shuffle, expiry, next batch);
+- ``admission_check``: the claim step's side (token still good, used up);
+- ``close``: the end of a sale;
+- ``rebuild`` / ``reconcile``: Redis back from Postgres.
+
+Submodules import each other directly, never this package, so re-exporting
+them here makes no cycle.
+"""
+
+from queueing.services.admission import (
+    admission_tick_all,
+    admission_tick_event,
+    admissions_expire,
+    prequeue_shuffle,
+)
+from queueing.services.admission_check import (
+    admission_slot_release,
+    admission_verify,
+    queue_entry_complete,
+)
+from queueing.services.close import queue_close
+from queueing.services.join import (
+    JoinBar,
+    JoinResult,
+    PositionResult,
+    join_bar_set,
+    queue_abandon,
+    queue_join,
+    queue_position,
+)
+from queueing.services.rebuild import queue_rebuild
+from queueing.services.reconcile import queue_reconcile_all, queue_reconcile_event
+
+__all__ = [
+    "JoinBar",
+    "JoinResult",
+    "PositionResult",
+    "admission_slot_release",
+    "admission_tick_all",
+    "admission_tick_event",
+    "admission_verify",
+    "admissions_expire",
+    "join_bar_set",
+    "prequeue_shuffle",
+    "queue_abandon",
+    "queue_close",
+    "queue_entry_complete",
+    "queue_join",
+    "queue_position",
+    "queue_rebuild",
+    "queue_reconcile_all",
+    "queue_reconcile_event",
+]

@@ -1,0 +1,234 @@
+"""Joining and leaving the waiting line, and where a customer stands in it.
+Postgres is written first, Redis second (invariant 2)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+
+import redis
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from events.domain import in_prequeue, is_on_sale
+from fairqueue.errors import AppError, Conflict, InvalidTransition, NotFound, Unauthenticated
+from queueing.domain import LIVE_STATUSES, QueueStatus, eta_seconds
+from queueing.models import QueueEntry
+from queueing.selectors import (
+    EventSnapshot,
+    entry_latest,
+    event_snapshot,
+    event_snapshot_forget,
+    fallback_rate,
+    waiting_rank,
+)
+from queueing.store import queue_store
+from queueing.tokens import admission_token_issue
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    queue_entry_id: uuid.UUID
+    status: str
+    position: int | None
+    eta_seconds: int | None
+    served: int | None
+
+
+@dataclass(frozen=True)
+class PositionResult:
+    status: str
+    position: int | None
+    eta_seconds: int | None
+    served: int | None = None
+    admission_token: str | None = None
+    admission_expires_at: datetime | None = None
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _event_for_queue(event_id: object) -> EventSnapshot:
+    event = event_snapshot(event_id=event_id)
+    if event is None:
+        raise NotFound("No such event.", code="event_not_found")
+    return event
+
+
+def _eta(event: EventSnapshot, position: int | None, rate: float | None) -> int | None:
+    if position is None:
+        return None
+    wait = max(0.0, (event.sale_start - timezone.now()).total_seconds())
+    if rate is None:
+        rate = fallback_rate(batch_size=event.admission_batch_size)
+    return eta_seconds(position=position, rate_per_second=rate, wait_before_start=wait)
+
+
+@dataclass(frozen=True)
+class JoinBar:
+    """Who may not join an event's line, decided inside the join's INSERT.
+
+    The claims app (above queueing) owns the rule "a customer who already
+    holds tickets for the event does not queue again" and registers it at
+    start-up (claims/apps.py), so the join stays one statement and queueing
+    imports nothing from claims.
+
+    ``sql``: a boolean SQL expression, true when the customer is barred, over
+    the parameters ``%(event_id)s`` and ``%(customer_id)s``. ``error``: the
+    error to raise for a barred customer."""
+
+    sql: str
+    error: Callable[[object, object], AppError]
+
+
+_bar: JoinBar | None = None
+
+
+def join_bar_set(bar: JoinBar | None) -> None:
+    global _bar
+    _bar = bar
+
+
+def _join_sql() -> str:
+    # Named parameters throughout, so the bar's SQL can use them too. Zero
+    # rows inserted means "barred"; the partial unique index refuses a second
+    # live entry.
+    where = f"WHERE NOT ({_bar.sql})" if _bar is not None else ""
+    return f"""
+INSERT INTO {QueueEntry._meta.db_table}
+    (id, event_id, customer_id, status, score, prequeue, joined_at)
+SELECT %(id)s, %(event_id)s, %(customer_id)s, %(status)s, %(score)s, %(prequeue)s, %(now)s
+{where}
+"""
+
+
+def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> JoinResult:
+    """Postgres row first, then the waiting sorted set; the position is the
+    exact rank right after the ZADD.
+
+    Hot path: one INSERT, one Redis round trip, the event from a 1 s cache."""
+    event = _event_for_queue(event_id)
+    now = timezone.now()
+    window = {"status": event.status, "now": now, "sale_start": event.sale_start}
+    prequeue = in_prequeue(**window, prequeue_opens_at=event.prequeue_opens_at)
+    if not prequeue and not is_on_sale(**window, sale_end=event.sale_end):
+        raise Conflict("This event is not on sale.", code="event_not_on_sale")
+
+    entry_id, score = uuid.uuid4(), _now_us()
+    params = {
+        "id": entry_id,
+        "event_id": event.id,
+        "customer_id": customer_id,
+        "status": QueueStatus.WAITING.value,
+        "score": score,
+        "prequeue": prequeue,
+        "now": now,
+    }
+    # Inside a caller's transaction a failed INSERT must not poison it: use a
+    # savepoint there; in autocommit (the API) the statement commits itself.
+    guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    try:
+        with guard, connection.cursor() as cursor:
+            cursor.execute(_join_sql(), params)
+            inserted = cursor.rowcount
+    except IntegrityError as exc:
+        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""
+        if constraint == "queue_one_live_entry":
+            raise Conflict("You are already in this queue.", code="already_in_queue") from exc
+        if "customer" in constraint:  # the token names a customer that no longer exists
+            raise Unauthenticated("Unknown customer.", code="invalid_token") from exc
+        event_snapshot_forget(event.id)  # the event was deleted under the cache
+        raise NotFound("No such event.", code="event_not_found") from exc
+    if not inserted:  # only the join bar makes the INSERT insert nothing
+        assert _bar is not None
+        raise _bar.error(event.id, customer_id)
+
+    try:
+        answer = queue_store().join(event_id=event.id, customer_id=customer_id, score=score)
+    except redis.RedisError:
+        # The row is committed: the reconciliation re-adds it to Redis. The
+        # position still comes, from Postgres.
+        logger.warning("queue join: redis unavailable, position from postgres", exc_info=True)
+        entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
+        position = waiting_rank(entry=entry) + 1
+        eta = _eta(event, position, None)
+        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None)
+    position = answer.rank + 1
+    return JoinResult(
+        entry_id, QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
+    )
+
+
+def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> None:
+    """WAITING -> ABANDONED (conditional), then out of the sorted set."""
+    _event_for_queue(event_id)
+    updated = QueueEntry.objects.filter(
+        event_id=event_id, customer_id=customer_id, status=QueueStatus.WAITING
+    ).update(status=QueueStatus.ABANDONED, finished_at=timezone.now())
+    if not updated:
+        entry = entry_latest(event_id=event_id, customer_id=customer_id)
+        if entry is None or entry.status not in LIVE_STATUSES:
+            raise NotFound("You are not in this queue.", code="not_in_queue")
+        raise InvalidTransition(
+            f"Only a waiting place can be given up (it is {entry.status}).",
+            details={"from": entry.status, "to": QueueStatus.ABANDONED.value},
+        )
+    try:
+        queue_store().leave(event_id=event_id, customer_id=customer_id)
+    except redis.RedisError:
+        logger.warning("queue abandon: redis unavailable; reconciliation will drop it")
+
+
+def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
+    """An admitted customer who missed the push gets a (re-minted) token."""
+    token = admission_token_issue(
+        event_id=entry.event_id,
+        customer_id=entry.customer_id,
+        queue_entry_id=entry.id,
+        expires_at=entry.admission_expires_at,
+    )
+    return PositionResult(
+        status=QueueStatus.ADMITTED,
+        position=None,
+        eta_seconds=0,
+        served=served,
+        admission_token=token,
+        admission_expires_at=entry.admission_expires_at,
+    )
+
+
+def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> PositionResult:
+    """Exact rank from the sorted set; Postgres answers when Redis is down or
+    does not know the customer."""
+    event = _event_for_queue(event_id)
+    answer = None
+    try:
+        answer = queue_store().position(event_id=event.id, customer_id=customer_id)
+    except redis.RedisError:
+        logger.warning("queue position: redis unavailable, answering from postgres")
+    if answer is not None and answer.rank is not None:
+        position = answer.rank + 1
+        return PositionResult(
+            QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
+        )
+    served = answer.served if answer is not None else None
+    entry = entry_latest(event_id=event.id, customer_id=customer_id)
+    if entry is None:
+        raise NotFound("You are not in this queue.", code="not_in_queue")
+    if entry.status == QueueStatus.WAITING:
+        position = waiting_rank(entry=entry) + 1
+        return PositionResult(
+            QueueStatus.WAITING, position, _eta(event, position, answer and answer.rate), served
+        )
+    if entry.status == QueueStatus.ADMITTED and entry.admission_expires_at > timezone.now():
+        return _admitted_answer(entry, served)
+    status = QueueStatus.EXPIRED if entry.status == QueueStatus.ADMITTED else entry.status
+    return PositionResult(status=status, position=None, eta_seconds=None, served=served)

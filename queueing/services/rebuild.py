@@ -1,0 +1,93 @@
+"""Redis waiting and admitted sets from Postgres (invariant 2).
+
+``queue_rebuild`` puts back what is missing (worker start, ``rebuild_redis``);
+``queue_reconcile_event`` (reconcile.py) also drops what Postgres no longer
+has (beat). Both compare sizes first, so they cost two COUNTs and two ZCARDs
+when nothing diverged, and stream the rows in pipelined batches of 10,000
+when it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+
+from django.db import connection
+
+from events.models import Event
+from queueing.domain import QueueStatus
+from queueing.models import QueueEntry
+from queueing.store import REBUILD_BATCH, queue_store
+
+logger = logging.getLogger(__name__)
+
+_TABLE = QueueEntry._meta.db_table
+
+
+def _rows(event_id: uuid.UUID | str, status: QueueStatus, score_sql: str) -> Iterator[tuple]:
+    """(customer id as text, score) of every entry in ``status``, streamed
+    through a server-side cursor (a million rows never sit in memory)."""
+    sql = (
+        f"SELECT customer_id::text, {score_sql} FROM {_TABLE} "  # noqa: S608
+        "WHERE event_id = %s AND status = %s"
+    )
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, [event_id, status.value])
+        while True:
+            batch = cursor.fetchmany(REBUILD_BATCH)
+            if not batch:
+                return
+            yield from batch
+
+
+def waiting_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+    return _rows(event_id, QueueStatus.WAITING, "score")
+
+
+def admitted_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+    # Score = admission expiry in ms, the same as the admission tick writes.
+    return _rows(
+        event_id,
+        QueueStatus.ADMITTED,
+        "(floor(extract(epoch from admission_expires_at) * 1000))::bigint",
+    )
+
+
+def count(event_id: uuid.UUID | str, status: QueueStatus) -> int:
+    return QueueEntry.objects.filter(event_id=event_id, status=status).count()
+
+
+def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
+    """Re-add the waiting and admitted sets where Redis has fewer members
+    than Postgres, with their exact scores (so the exact order). Idempotent:
+    ZADD of the same member and score changes nothing."""
+    store = queue_store()
+    started = time.perf_counter()
+    report: dict = {"waiting_added": 0, "admitted_added": 0}
+    waiting_pg = count(event_id, QueueStatus.WAITING)
+    admitted_pg = count(event_id, QueueStatus.ADMITTED)
+    waiting_redis, admitted_redis = store.sizes(event_id=event_id)
+    if waiting_redis < waiting_pg:
+        report["waiting_added"] = store.add_many(
+            key=store.waiting_key(event_id), members=waiting_rows(event_id)
+        )
+    if admitted_redis < admitted_pg:
+        report["admitted_added"] = store.add_many(
+            key=store.admitted_key(event_id), members=admitted_rows(event_id)
+        )
+    if store.served(event_id=event_id) is None:
+        store.served_init(
+            event_id=event_id,
+            served=QueueEntry.objects.filter(event_id=event_id, admitted_at__isnull=False).count(),
+        )
+    if Event.objects.filter(pk=event_id, prequeue_shuffled_at__isnull=False).exists():
+        # The scores just written are the shuffled ones.
+        store.shuffle_mark(event_id=event_id)
+    report.update(
+        waiting=waiting_pg, admitted=admitted_pg, seconds=round(time.perf_counter() - started, 3)
+    )
+    if report["waiting_added"] or report["admitted_added"]:
+        logger.warning("queue rebuilt event=%s %s", event_id, report)
+    return report
