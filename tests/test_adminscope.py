@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from payments.models import Payment
 from queueing.models import QueueEntry
-from tests.factories import CustomerFactory, OrganizerFactory, TierFactory, UserFactory
-from tests.payments.conftest import make_claim
+from tests.support.factories import CustomerFactory, OrganizerFactory, TierFactory, UserFactory
+from tests.support.payments import make_claim
 
 pytestmark = pytest.mark.django_db
 

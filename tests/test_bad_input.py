@@ -30,7 +30,7 @@ from payments.models import Payment
 from queueing.models import QueueEntry
 from queueing.services import admission_tick_event
 from queueing.tokens import admission_token_issue
-from tests.factories import CustomerFactory, TierFactory
+from tests.support.factories import CustomerFactory, TierFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from events.services import TierSpec, event_activate, event_create
 from payments.models import Payment
 from payments.sandbox import SandboxServer
 from queueing.tasks import admission_tick
-from tests.factories import OrganizerFactory
-from tests.payments.conftest import WEBHOOK_PATH, Sandbox
+from tests.support.factories import OrganizerFactory
+from tests.support.payments import WEBHOOK_PATH, Sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -35,7 +35,7 @@ from payments.sandbox import SandboxServer
 from payments.tasks import paying_claims_expire, payments_reconcile
 from queueing.models import QueueEntry
 from queueing.tasks import admission_tick, queue_reconcile
-from tests.factories import OrganizerFactory
+from tests.support.factories import OrganizerFactory
 
 CUSTOMERS = 300
 TIERS = [TierSpec("Regular", 500_000, 60), TierSpec("VIP", 2_000_000, 40)]

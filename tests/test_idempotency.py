@@ -18,8 +18,9 @@ from customers.models import IdempotencyKey
 from events.models import Event
 from fairqueue.errors import Gone
 from fairqueue.redis import get_redis
-from tests.claims.conftest import admit_directly, counter, make_customers, on_sale, race
-from tests.factories import CustomerFactory, bearer
+from tests.support.factories import CustomerFactory, bearer
+from tests.support.races import race
+from tests.support.sales import admit_directly, counter, make_customers, on_sale
 
 
 def post_claim(client, tier, admitted, *, key=None, quantity=1):

@@ -10,7 +10,7 @@ from fairqueue.middleware import (
     PagesMessageMiddleware,
     PagesSessionMiddleware,
 )
-from tests.factories import CustomerFactory, EventFactory, UserFactory, bearer
+from tests.support.factories import CustomerFactory, EventFactory, UserFactory, bearer
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from fairqueue.money import money_format
 from inventory.services import inventory_sync_event
-from tests.events.conftest import hold_tickets
-from tests.factories import EventFactory, TierFactory
+from tests.support.factories import EventFactory, TierFactory
+from tests.support.sales import hold_tickets
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from claims.domain import ClaimStatus, ReleaseReason
 from events.domain import EventStatus
 from fairqueue.schema import document_error_answers, operation_errors, throttled_operations
 from payments.domain import PaymentStatus
-from tests.claims.conftest import admit_directly, on_sale
-from tests.factories import CustomerFactory, bearer
+from tests.support.factories import CustomerFactory, bearer
+from tests.support.sales import admit_directly, on_sale
 
 ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
 

@@ -10,7 +10,7 @@ from claims.selectors import tier_snapshot, tier_snapshot_forget
 from events.models import Event
 from fairqueue import snapshots
 from queueing.selectors import event_snapshot, event_snapshot_forget
-from tests.factories import TierFactory
+from tests.support.factories import TierFactory
 
 pytestmark = pytest.mark.django_db
 

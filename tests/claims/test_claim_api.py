@@ -16,8 +16,8 @@ from fairqueue.redis import get_redis
 from inventory.models import Ticket
 from queueing.models import QueueEntry
 from queueing.store import queue_store
-from tests.claims.conftest import admit_directly, counter, in_flight, on_sale
-from tests.factories import CustomerFactory, TierFactory, bearer
+from tests.support.factories import CustomerFactory, TierFactory, bearer
+from tests.support.sales import admit_directly, counter, in_flight, on_sale
 
 pytestmark = pytest.mark.django_db
 

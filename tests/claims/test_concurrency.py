@@ -19,7 +19,8 @@ from fairqueue.errors import AppError
 from fairqueue.redis import get_redis
 from inventory.models import Ticket
 from inventory.store import inventory_store
-from tests.claims.conftest import admit_directly, counter, in_flight, make_customers, on_sale, race
+from tests.support.races import race
+from tests.support.sales import admit_directly, counter, in_flight, make_customers, on_sale
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

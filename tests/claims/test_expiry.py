@@ -12,7 +12,7 @@ from claims.services import claims_expire
 from events.models import Event
 from fairqueue.locks import task_lock
 from inventory.models import Ticket
-from tests.claims.conftest import claims_for, counter, expire, on_sale, pay, status_of
+from tests.support.sales import claims_for, counter, expire, on_sale, pay, status_of
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 
 from fairqueue.redis import get_redis
 from inventory.store import inventory_store
-from tests.claims.conftest import counter, in_flight, on_sale
+from tests.support.sales import counter, in_flight, on_sale
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from claims.services import claim_confirm, claim_reinstate, claim_release
 from events.models import Event
 from fairqueue.errors import InvalidTransition
 from inventory.models import Ticket
-from tests.claims.conftest import admit_directly, claim_one, counter, make_customers, on_sale
+from tests.support.sales import admit_directly, claim_one, counter, make_customers, on_sale
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from claims.domain import ReleaseReason
 from claims.services import claim_create, claim_release
 from config.asgi import application
 from customers.tokens import customer_token_issue
-from tests.factories import CustomerFactory
-from tests.queueing.conftest import admit, make_event
+from tests.support.factories import CustomerFactory
+from tests.support.sales import admit, make_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ from fairqueue.redis import get_redis
 from inventory import store as inventory_store_module
 from inventory.models import Ticket
 from inventory.store import inventory_store
-from tests.claims.conftest import (
+from tests.support.sales import (
     admit_directly,
     claim_one,
     counter,

@@ -10,8 +10,8 @@ from claims.services import claim_create, claim_release
 from events.models import Event
 from fairqueue.errors import InvalidTransition, NotFound
 from inventory.models import Ticket
-from tests.claims.conftest import admit_directly, counter, make_customers, on_sale
-from tests.factories import CustomerFactory
+from tests.support.factories import CustomerFactory
+from tests.support.sales import admit_directly, counter, make_customers, on_sale
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from config.celery import _beat_schedule, app
 from customers.housekeeping import records_purge
 from customers.models import IdempotencyKey, OneTimeCode
-from tests.factories import CustomerFactory
+from tests.support.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from django.utils.dateparse import parse_datetime
 
 from customers.models import Customer, OneTimeCode
 from customers.tokens import customer_token_verify
-from tests.core.conftest import REQUEST_URL, VERIFY_URL, code_from, other_code
-from tests.factories import CustomerFactory
+from tests.support.factories import CustomerFactory
+from tests.support.signin import REQUEST_URL, VERIFY_URL, code_from, other_code
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from customers.models import Customer, OneTimeCode
 from customers.services import _code_matches, _lock_email, otp_request, otp_verify
 from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError
-from tests.core.conftest import code_from, other_code
-from tests.core.threads import join, run_threads, wait_until_blocked
+from tests.support.races import race_calls, wait_until_blocked
+from tests.support.signin import code_from, other_code
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,8 +62,8 @@ def test_race_shown_without_the_guard_two_verifies_both_get_a_token(mailoutbox):
         return customer_token_issue(customer_id=customer.id, email=email)[0]
 
     calls = [{"email": EMAIL, "code": code}] * 2
-    threads, results = run_threads(naive_verify, calls)
-    join(threads)
+    running = race_calls(naive_verify, calls)
+    results = running.results()
 
     assert sum(isinstance(r, str) for r in results) == 2  # the bug the guard prevents
 
@@ -72,9 +72,9 @@ def test_two_parallel_verifies_of_one_code_give_exactly_one_token(mailoutbox):
     code = fresh_code()
 
     with holding_code_row(EMAIL):
-        threads, results = run_threads(otp_verify, [{"email": EMAIL, "code": code}] * 2)
+        running = race_calls(otp_verify, [{"email": EMAIL, "code": code}] * 2)
         wait_until_blocked(2)
-    join(threads)
+    results = running.results()
 
     tokens = [r for r in results if not isinstance(r, Exception)]
     assert len(tokens) == 1
@@ -97,8 +97,8 @@ def test_race_shown_without_the_guard_parallel_wrong_codes_lose_attempts(mailout
         barrier.wait()  # everyone read the same count
         OneTimeCode.objects.filter(pk=otp.pk).update(attempts=otp.attempts + 1)  # read-modify-write
 
-    threads, results = run_threads(naive_wrong_attempt, [{}] * n)
-    join(threads)
+    running = race_calls(naive_wrong_attempt, [{}] * n)
+    results = running.results()
 
     assert results == [None] * n
     assert OneTimeCode.objects.get().attempts == 1  # 8 wrong guesses, 7 of them lost
@@ -109,9 +109,9 @@ def test_parallel_wrong_codes_are_counted_exactly_and_lock_the_code(mailoutbox):
     n = 8
 
     with holding_code_row(EMAIL):
-        threads, results = run_threads(otp_verify, [{"email": EMAIL, "code": other_code(code)}] * n)
+        running = race_calls(otp_verify, [{"email": EMAIL, "code": other_code(code)}] * n)
         wait_until_blocked(n)
-    join(threads)
+    results = running.results()
 
     max_attempts = settings.OTP_MAX_ATTEMPTS
     assert error_codes(results) == Counter(
@@ -131,9 +131,9 @@ def test_a_right_and_wrong_codes_in_parallel_never_exceed_the_attempts(mailoutbo
     calls = [{"email": EMAIL, "code": other_code(code)}] * 6 + [{"email": EMAIL, "code": code}]
 
     with holding_code_row(EMAIL):
-        threads, results = run_threads(otp_verify, calls)
+        running = race_calls(otp_verify, calls)
         wait_until_blocked(len(calls))
-    join(threads)
+    results = running.results()
 
     otp = OneTimeCode.objects.get()
     tokens = [r for r in results if not isinstance(r, Exception)]
@@ -156,9 +156,9 @@ def test_parallel_requests_for_one_address_send_exactly_one_code(mailoutbox):
     n = 5
     with transaction.atomic():
         _lock_email(EMAIL)  # the same advisory lock the service takes
-        threads, results = run_threads(otp_request, [{"email": EMAIL}] * n)
+        running = race_calls(otp_request, [{"email": EMAIL}] * n)
         wait_until_blocked(n)
-    join(threads)
+    results = running.results()
 
     assert sum(not isinstance(r, Exception) for r in results) == 1
     assert error_codes(results) == Counter({"otp_resend_too_soon": n - 1})

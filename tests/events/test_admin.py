@@ -12,8 +12,8 @@ from console.admin import TierInlineForm
 from customers.models import Customer
 from events.models import Event, TicketTier
 from inventory.models import Ticket
-from tests.events.conftest import hold_tickets, organizer_login
-from tests.factories import CustomerFactory, EventFactory, OrganizerFactory, TierFactory
+from tests.support.factories import CustomerFactory, EventFactory, OrganizerFactory, TierFactory
+from tests.support.sales import hold_tickets, organizer_login
 
 pytestmark = pytest.mark.django_db
 

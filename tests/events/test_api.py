@@ -3,8 +3,8 @@ import uuid
 import pytest
 
 from inventory.store import InventoryStore
-from tests.events.conftest import hold_tickets
-from tests.factories import EventFactory, TierFactory
+from tests.support.factories import EventFactory, TierFactory
+from tests.support.sales import hold_tickets
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from events import services
 from events.models import Event, TicketTier
 from fairqueue.errors import InvalidTransition
 from inventory.models import Ticket
-from tests.core.threads import join, run_threads, wait_until_blocked
-from tests.factories import EventFactory, TierFactory
+from tests.support.factories import EventFactory, TierFactory
+from tests.support.races import race_calls, wait_until_blocked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,11 +51,11 @@ def test_race_shown_without_the_guard_an_ended_event_comes_back_paused():
         if write_first:
             end_written.set()
 
-    threads, results = run_threads(
+    running = race_calls(
         naive,
         [{"target": "ENDED", "write_first": True}, {"target": "PAUSED", "write_first": False}],
     )
-    join(threads)
+    results = running.results()
 
     assert results == [None, None]
     assert Event.objects.get(pk=event.pk).status == "PAUSED"  # ENDED was overwritten
@@ -66,12 +66,12 @@ def test_pause_racing_end_never_resurrects_an_ended_event():
     TierFactory(event=event)
 
     with holding_row(Event, event.pk):
-        threads, results = run_threads(
+        running = race_calls(
             lambda service: service(event_id=event.pk),
             [{"service": services.event_end}, {"service": services.event_pause}],
         )
         wait_until_blocked(2)
-    join(threads)
+    results = running.results()
 
     ended, paused = results
     assert isinstance(ended, Event) and ended.status == "ENDED"
@@ -84,9 +84,9 @@ def test_two_parallel_pauses_change_the_event_once():
     event = EventFactory(status="ACTIVE")
 
     with holding_row(Event, event.pk):
-        threads, results = run_threads(services.event_pause, [{"event_id": event.pk}] * 2)
+        running = race_calls(services.event_pause, [{"event_id": event.pk}] * 2)
         wait_until_blocked(2)
-    join(threads)
+    results = running.results()
 
     assert sum(isinstance(r, Event) for r in results) == 1
     assert sum(isinstance(r, InvalidTransition) for r in results) == 1
@@ -105,8 +105,8 @@ def test_race_shown_without_the_guard_two_saves_create_too_many_ticket_rows():
         barrier.wait()  # both counted 10
         Ticket.objects.bulk_create([Ticket(tier=tier) for _ in range(inventory - existing)])
 
-    threads, results = run_threads(naive_provision, [{"inventory": 15}] * 2)
-    join(threads)
+    running = race_calls(naive_provision, [{"inventory": 15}] * 2)
+    results = running.results()
 
     assert results == [None, None]
     assert Ticket.objects.filter(tier=tier).count() == 20  # 5 tickets that do not exist
@@ -118,11 +118,11 @@ def test_parallel_provisioning_makes_exactly_the_inventory():
     copies = [TicketTier.objects.get(pk=tier.pk) for _ in range(2)]
 
     with holding_row(TicketTier, tier.pk):
-        threads, results = run_threads(
+        running = race_calls(
             services.tier_provision_tickets, [{"tier": copy} for copy in copies]
         )
         wait_until_blocked(2)
-    join(threads)
+    results = running.results()
 
     assert results == [None, None]
     assert Ticket.objects.filter(tier=tier).count() == 15
@@ -132,7 +132,7 @@ def test_parallel_tier_updates_end_with_exactly_one_inventory_of_rows():
     tier = TierFactory(inventory=10, name="Regular", price=100)
 
     with holding_row(TicketTier, tier.pk):
-        threads, results = run_threads(
+        running = race_calls(
             services.tier_update,
             [
                 {"tier_id": tier.pk, "name": "Regular", "price": 100, "inventory": 15},
@@ -140,7 +140,7 @@ def test_parallel_tier_updates_end_with_exactly_one_inventory_of_rows():
             ],
         )
         wait_until_blocked(2)
-    join(threads)
+    results = running.results()
 
     assert all(isinstance(r, TicketTier) for r in results)
     tier.refresh_from_db()

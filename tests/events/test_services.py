@@ -12,8 +12,8 @@ from events.services import TierSpec
 from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
 from inventory.models import Ticket
 from inventory.store import InventoryStore
-from tests.events.conftest import hold_tickets
-from tests.factories import EventFactory, OrganizerFactory, TierFactory
+from tests.support.factories import EventFactory, OrganizerFactory, TierFactory
+from tests.support.sales import hold_tickets
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent
-from tests.factories import UserFactory
-from tests.payments.conftest import held_tickets, pending_payment, reload
+from tests.support.factories import UserFactory
+from tests.support.payments import held_tickets, pending_payment, reload
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from payments.services import (
     payment_initialize,
     payment_settle_before_expiry,
 )
-from tests.payments.conftest import held_tickets, make_claim, pending_payment, reload
+from tests.support.payments import held_tickets, make_claim, pending_payment, reload
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import pytest
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent
-from tests.factories import CustomerFactory, bearer
-from tests.payments.conftest import held_tickets, kinds, make_claim, reload, transitions
+from tests.support.factories import CustomerFactory, bearer
+from tests.support.payments import held_tickets, kinds, make_claim, reload, transitions
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,9 @@ from rest_framework.test import APIClient
 from claims.models import Claim
 from payments.models import Payment
 from payments.services import initialize
-from tests.factories import bearer
-from tests.payments.conftest import in_threads, make_claim
+from tests.support.factories import bearer
+from tests.support.payments import make_claim
+from tests.support.races import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +47,7 @@ def pay_concurrently(claim) -> list:
     def call(_: int):
         return APIClient().post(f"/api/v1/claims/{claim.id}/payments/", format="json", **headers)
 
-    return in_threads(call, CALLERS)
+    return race(call, list(range(CALLERS)))
 
 
 def test_without_the_guard_concurrent_calls_double_initialize(sandbox, monkeypatch):

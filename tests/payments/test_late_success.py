@@ -8,8 +8,8 @@ from claims.domain import ClaimStatus, ReleaseReason
 from claims.services import claim_release
 from inventory.models import Ticket
 from payments.models import Payment
-from tests.factories import CustomerFactory, TierFactory
-from tests.payments.conftest import (
+from tests.support.factories import CustomerFactory, TierFactory
+from tests.support.payments import (
     held_tickets,
     make_claim,
     pending_payment,

@@ -10,8 +10,8 @@ import requests
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, WebhookReceipt
-from tests.factories import bearer
-from tests.payments.conftest import WEBHOOK_PATH, held_tickets, make_claim, reload, transitions
+from tests.support.factories import bearer
+from tests.support.payments import WEBHOOK_PATH, held_tickets, make_claim, reload, transitions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ import pytest
 from claims.models import Claim
 from inventory.models import Ticket
 from payments.services import expiry, paying_claims_expire
-from tests.claims.conftest import claims_for, counter, expire, on_sale, pay, status_of
+from tests.support.sales import claims_for, counter, expire, on_sale, pay, status_of
 
 pytestmark = pytest.mark.django_db
 

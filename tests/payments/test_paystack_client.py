@@ -13,7 +13,7 @@ from payments.paystack import (
     sign,
     signature_valid,
 )
-from tests.payments.stub_gateway import StubGateway
+from tests.support.stub_gateway import StubGateway
 
 SECRET = "sk_test_client_secret_value"
 INIT_OK = {

@@ -13,7 +13,7 @@ from fairqueue.locks import SKIPPED, task_lock
 from payments import tasks
 from payments.models import Payment
 from payments.services import payment_initialize, payments_due, payments_reconcile
-from tests.payments.conftest import (
+from tests.support.payments import (
     held_tickets,
     kinds,
     make_claim,

@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from tests.payments.stub_gateway import StubGateway
+from tests.support.stub_gateway import StubGateway
 
 
 @pytest.fixture
@@ -127,6 +127,7 @@ def test_unknown_checkout_is_404(gw):
     assert requests.get(f"{gw.url}/checkout/nope", timeout=5).status_code == 404
 
 
+@pytest.mark.slow
 def test_runs_as_a_module(unused_tcp_port):
     process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
         [sys.executable, "-m", "payments.sandbox", "--port", str(unused_tcp_port)],

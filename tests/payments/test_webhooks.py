@@ -10,9 +10,8 @@ from django.test import Client
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent, WebhookReceipt
 from payments.paystack import sign
-from tests.payments.conftest import (
+from tests.support.payments import (
     held_tickets,
-    in_threads,
     kinds,
     make_claim,
     pending_payment,
@@ -20,6 +19,7 @@ from tests.payments.conftest import (
     reload,
     transitions,
 )
+from tests.support.races import race
 
 
 def snapshot():
@@ -119,7 +119,7 @@ def test_same_webhook_ten_times_in_parallel_confirms_once(api, sandbox):
     sandbox.pay(payment.reference, send_webhook=False)
     body, signature = sandbox.webhook(payment.reference)
 
-    answers = in_threads(lambda _: post_webhook(Client(), body, signature), 10)
+    answers = race(lambda _: post_webhook(Client(), body, signature), list(range(10)))
 
     assert all(not isinstance(a, Exception) for a in answers), answers
     assert sorted(a.status_code for a in answers) == [200] * 10

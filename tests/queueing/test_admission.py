@@ -19,8 +19,8 @@ from inventory.models import Ticket
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store
-from tests.factories import CustomerFactory
-from tests.queueing.conftest import join, make_event, past
+from tests.support.factories import CustomerFactory
+from tests.support.sales import join, make_event, past
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
 from queueing.tokens import admission_token_issue
-from tests.factories import CustomerFactory
-from tests.queueing.conftest import admit, past
+from tests.support.factories import CustomerFactory
+from tests.support.sales import admit, past
 
 pytestmark = pytest.mark.django_db
 
@@ -133,7 +133,7 @@ def test_complete_refuses_a_lapsed_window_and_changes_nothing(event):
 
 
 def test_complete_refuses_a_waiting_entry(event):
-    from tests.queueing.conftest import join
+    from tests.support.sales import join
 
     _customer, result = join(event)
     assert services.queue_entry_complete(entry_id=result.queue_entry_id) is False

@@ -15,8 +15,8 @@ from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
 from queueing.tokens import admission_token_read
-from tests.factories import CustomerFactory, EventFactory, bearer
-from tests.queueing.conftest import admit, join, make_event, past
+from tests.support.factories import CustomerFactory, EventFactory, bearer
+from tests.support.sales import admit, join, make_event, past
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from queueing import services
 from queueing.models import QueueEntry
 from queueing.services import admission
 from queueing.store import queue_store
-from tests.factories import CustomerFactory, bearer
-from tests.queueing.conftest import join, make_event
+from tests.support.factories import CustomerFactory, bearer
+from tests.support.sales import join, make_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

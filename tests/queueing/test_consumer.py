@@ -17,8 +17,8 @@ from queueing import services
 from queueing.consumers import QueueConsumer, origin_allowed
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read
-from tests.factories import CustomerFactory
-from tests.queueing.conftest import join, make_event, past
+from tests.support.factories import CustomerFactory
+from tests.support.sales import join, make_event, past
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +72,7 @@ def test_an_admission_token_is_not_a_customer_token():
 
 
 def _admitted(event):
-    from tests.queueing.conftest import admit
+    from tests.support.sales import admit
 
     return admit(event)
 

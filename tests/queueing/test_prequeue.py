@@ -13,7 +13,7 @@ from fairqueue.faults import InjectedFault, fault_armed
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store
-from tests.queueing.conftest import join, make_event
+from tests.support.sales import join, make_event
 
 pytestmark = pytest.mark.django_db
 

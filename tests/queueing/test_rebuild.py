@@ -12,7 +12,7 @@ from console.services import redis_rebuild
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store
-from tests.queueing.conftest import join, make_event
+from tests.support.sales import join, make_event
 
 pytestmark = pytest.mark.django_db
 

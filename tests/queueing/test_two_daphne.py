@@ -33,9 +33,9 @@ from fairqueue import devstack
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read
-from tests.queueing.conftest import join, make_event
+from tests.support.sales import join, make_event
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 ASGI_APP = "config.asgi:application"
 

@@ -1,17 +1,13 @@
-"""Fixtures of the payments tests: the sandbox gateway on a free local port
-(the real client talks HTTP to it), and claims made directly as rows with
-their tickets taken."""
+"""Payments in tests: a driver for the sandbox gateway (the real client talks
+HTTP to it), claims made directly as rows with their tickets taken, and
+payments made through the API."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-import pytest
 import requests
-from django.db import connection
 from django.utils import timezone
 
 from claims.models import Claim
@@ -21,7 +17,7 @@ from inventory.models import Ticket
 from payments.models import Payment
 from payments.paystack import sign
 from payments.sandbox import SandboxServer
-from tests.factories import CustomerFactory, TierFactory, bearer
+from tests.support.factories import CustomerFactory, TierFactory, bearer
 
 WEBHOOK_PATH = "/api/v1/webhooks/paystack/"
 
@@ -55,27 +51,6 @@ class Sandbox:
         """The signed webhook the sandbox would send for this transaction now."""
         body = self.app.webhook_body(reference)
         return body, sign(body, self.app.secret_key)
-
-
-@pytest.fixture(scope="session")
-def sandbox_server() -> Iterator[SandboxServer]:
-    from django.conf import settings
-
-    server = SandboxServer(port=0, secret_key=settings.PAYSTACK_SECRET_KEY).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
-    """A fresh sandbox for each test, and the app pointed at it."""
-    sandbox_server.app.reset()
-    sandbox_server.app.webhook_url = "http://127.0.0.1:9/unused"  # tests deliver by hand
-    settings.PAYSTACK_BASE_URL = sandbox_server.url
-    settings.PAYSTACK_TIMEOUT_SECONDS = 2.0
-    settings.PAYSTACK_MAX_ATTEMPTS = 3
-    settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
-    return Sandbox(sandbox_server)
 
 
 def make_claim(
@@ -141,25 +116,3 @@ def post_webhook(client, body: bytes, signature: str | None):
     return client.generic(
         "POST", WEBHOOK_PATH, data=body, content_type="application/json", **headers
     )
-
-
-def in_threads(fn: Callable[[int], Any], n: int) -> list[Any]:
-    """Run fn(i) in n threads released together; results (or exceptions) in order."""
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[i] = fn(i)
-        except Exception as exc:
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results

@@ -1,0 +1,11 @@
+"""Shared test support, registered once as a pytest plugin
+(``pytest_plugins = ["tests.support.plugin"]`` in tests/conftest.py).
+
+- ``factories``: factory-boy factories for the models;
+- ``races``: the one helper for concurrency tests (real threads, one start);
+- ``sales``: events on sale, queue entries, admitted customers, claims;
+- ``payments``: the sandbox gateway driver, payments made through the API;
+- ``plugin``: the fixtures every test directory may use.
+
+Tests import helpers from here, never from another directory's conftest.
+"""

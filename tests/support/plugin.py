@@ -1,0 +1,93 @@
+"""Fixtures every test directory may use (registered in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+import redis
+from rest_framework.test import APIClient
+
+from fairqueue.redis import get_redis
+from payments.sandbox import SandboxServer
+from queueing import store
+from queueing.store import QueueStore
+from tests.support.payments import Sandbox
+from tests.support.signin import REQUEST_URL, code_from
+
+
+@pytest.fixture(autouse=True)
+def redis_clean():
+    """Every test starts with an empty Redis (the configured database only)."""
+    client = get_redis()
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Run the after-commit work (Redis give-back, event status) at once."""
+
+    def run(fn, *args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn(*args, **kwargs)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def sandbox_server() -> Iterator[SandboxServer]:
+    from django.conf import settings
+
+    server = SandboxServer(port=0, secret_key=settings.PAYSTACK_SECRET_KEY).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
+    """A fresh sandbox for each test, and the app pointed at it."""
+    sandbox_server.app.reset()
+    sandbox_server.app.webhook_url = "http://127.0.0.1:9/unused"  # tests deliver by hand
+    settings.PAYSTACK_BASE_URL = sandbox_server.url
+    settings.PAYSTACK_TIMEOUT_SECONDS = 2.0
+    settings.PAYSTACK_MAX_ATTEMPTS = 3
+    settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
+    return Sandbox(sandbox_server)
+
+
+@pytest.fixture
+def dead_redis(monkeypatch):
+    """Redis is down for the queue: its store talks to a port where nothing
+    listens (a real client failing for real, not a mock)."""
+    dead = redis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    monkeypatch.setattr(store, "_store", QueueStore(client=dead))
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local TCP port nothing listens on (a dependency that is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def request_code(api, mailoutbox):
+    """Ask for a code through the API; returns the code that was emailed."""
+
+    def _request(email: str) -> str:
+        sent_before = len(mailoutbox)
+        response = api.post(REQUEST_URL, {"email": email}, format="json")
+        assert response.status_code == 202, response.content
+        assert len(mailoutbox) == sent_before + 1
+        return code_from(mailoutbox[-1])
+
+    return _request

@@ -1,0 +1,89 @@
+"""The one helper for concurrency tests: real threads on real Postgres and
+Redis, released together.
+
+``race(fn, items)`` runs ``fn(item)`` for every item and returns each result
+or the exception it raised, in item order. ``Race`` is the same when the
+test must act while the threads run: a typical test takes the lock the code
+under test needs, starts the race, waits until every thread is blocked on
+that lock inside Postgres (``wait_until_blocked``), then releases it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection
+
+
+class Race:
+    """Starts ``min(threads, len(items))`` threads that wait on one barrier,
+    then take items from a shared queue. Each thread closes its own database
+    connection when it is done."""
+
+    def __init__(
+        self, fn: Callable[[Any], Any], items: list[Any], *, threads: int | None = None
+    ) -> None:
+        self._results: list[Any] = [None] * len(items)
+        work: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(len(items)):
+            work.put(index)
+        count = max(1, min(threads or len(items), len(items)))
+        barrier = threading.Barrier(count)
+
+        def worker() -> None:
+            try:
+                barrier.wait(timeout=30)
+                while True:
+                    try:
+                        index = work.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        self._results[index] = fn(items[index])
+                    except Exception as exc:
+                        self._results[index] = exc
+            finally:
+                connection.close()
+
+        self._threads = [threading.Thread(target=worker) for _ in range(count)]
+        for thread in self._threads:
+            thread.start()
+
+    def results(self, *, timeout: float = 60) -> list[Any]:
+        """Wait for every thread; each item's result or exception, in order."""
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+            assert not thread.is_alive(), "a racing thread did not finish"
+        return self._results
+
+
+def race(fn: Callable[[Any], Any], items: list[Any], *, threads: int = 32) -> list[Any]:
+    return Race(fn, items, threads=threads).results()
+
+
+def race_calls(fn: Callable[..., Any], calls: list[dict[str, Any]]) -> Race:
+    """A ``Race`` of ``fn(**kwargs)`` for each ``kwargs`` in ``calls``."""
+    return Race(lambda kwargs: fn(**kwargs), calls)
+
+
+def waiting_on_locks() -> int:
+    """Sessions of this test database blocked on a lock (row or advisory)."""
+    with connection.cursor() as cursor:
+        # Activity statistics are a per-transaction snapshot: refresh it.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+def wait_until_blocked(n: int) -> None:
+    deadline = time.monotonic() + 15
+    while waiting_on_locks() < n:
+        assert time.monotonic() < deadline, f"only {waiting_on_locks()} of {n} blocked"
+        time.sleep(0.02)

@@ -1,0 +1,224 @@
+"""Sales set up for tests: events on sale, the waiting line, admitted
+customers made directly (Postgres row ADMITTED, signed admission token, Redis
+admitted set, as the admission tick leaves them), claims and held tickets."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.test import Client
+from django.utils import timezone
+
+from claims.models import Claim
+from claims.services import claim_create
+from customers.models import Customer
+from events.management.commands.bootstrap_demo import ensure_organizer_group
+from events.models import Event, Organizer, TicketTier
+from inventory.models import Ticket
+from inventory.services import inventory_sync_event
+from inventory.store import inventory_store
+from payments.models import Payment
+from queueing import services
+from queueing.domain import QueueStatus
+from queueing.models import QueueEntry
+from queueing.store import queue_store
+from queueing.tokens import admission_token_issue
+from tests.support.factories import (
+    CustomerFactory,
+    EventFactory,
+    OrganizerFactory,
+    TierFactory,
+    UserFactory,
+)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    customer: Customer
+    entry: QueueEntry
+    token: str
+
+
+def admit_directly(
+    event: Event, customers: Iterable[Customer], *, window_seconds: int = 300
+) -> list[Admitted]:
+    """Entries ADMITTED in Postgres, tokens minted, members of the Redis
+    admitted set with the admission expiry (ms) as score."""
+    expires_at = timezone.now() + timedelta(seconds=window_seconds)
+    customers = list(customers)
+    entries = QueueEntry.objects.bulk_create(
+        [
+            QueueEntry(
+                event=event,
+                customer=customer,
+                status=QueueStatus.ADMITTED,
+                score=n,
+                admitted_at=timezone.now(),
+                admission_expires_at=expires_at,
+            )
+            for n, customer in enumerate(customers)
+        ]
+    )
+    store = queue_store()
+    expires_ms = int(expires_at.timestamp() * 1000)
+    store.add_many(
+        key=store.admitted_key(event.id), members=[(str(c.id), expires_ms) for c in customers]
+    )
+    return [
+        Admitted(
+            customer=customer,
+            entry=entry,
+            token=admission_token_issue(
+                event_id=event.id,
+                customer_id=customer.id,
+                queue_entry_id=entry.id,
+                expires_at=expires_at,
+            ),
+        )
+        for customer, entry in zip(customers, entries, strict=True)
+    ]
+
+
+def make_customers(n: int) -> list[Customer]:
+    tag = uuid.uuid4().hex[:8]
+    return Customer.objects.bulk_create(
+        [Customer(email=f"buyer{i}-{tag}@example.test") for i in range(n)]
+    )
+
+
+def on_sale(*, tickets: int = 10, price: int = 500_000, **event_fields: Any) -> TicketTier:
+    """An ACTIVE event with one tier, its Redis counter synced as
+    event_activate leaves it."""
+    event = EventFactory(**event_fields)
+    tier = TierFactory(event=event, inventory=tickets, price=price)
+    inventory_sync_event(event_id=event.id)
+    return tier
+
+
+def claim_one(tier: TicketTier, admitted: Admitted) -> Claim:
+    """One ticket of ``tier`` for an admitted customer, through the service."""
+    return claim_create(
+        event_id=tier.event_id,
+        customer_id=admitted.customer.id,
+        admission_token=admitted.token,
+        tier_id=tier.id,
+        quantity=1,
+    )
+
+
+def counter(tier: TicketTier) -> int | None:
+    return inventory_store().available(event_id=tier.event_id, tier_ids=[tier.id])[str(tier.id)]
+
+
+def in_flight(tier: TicketTier) -> list[str]:
+    return inventory_store().inflight(event_id=tier.event_id, tier_id=tier.id)
+
+
+def claims_for(tier, n: int) -> list[Claim]:
+    return [
+        claim_create(
+            event_id=tier.event_id,
+            customer_id=a.customer.id,
+            admission_token=a.token,
+            tier_id=tier.id,
+            quantity=1,
+        )
+        for a in admit_directly(tier.event, make_customers(n))
+    ]
+
+
+def expire(*claims: Claim) -> None:
+    Claim.objects.filter(pk__in=[c.pk for c in claims]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def pay(claim: Claim, status: str = "PENDING") -> Payment:
+    """A live payment for the claim, as payment_open leaves it."""
+    Claim.objects.filter(pk=claim.pk).update(payment_in_flight=True)
+    return Payment.objects.create(
+        claim=claim,
+        customer_id=claim.customer_id,
+        reference=f"fq_{uuid.uuid4().hex}",
+        email="buyer@example.test",
+        amount=claim.amount,
+        currency=claim.currency,
+        status=status,
+        next_check_at=timezone.now() + timedelta(minutes=5),
+    )
+
+
+def status_of(claim: Claim) -> str:
+    return Claim.objects.get(pk=claim.pk).status
+
+
+# --- the waiting line ------------------------------------------------------------
+
+
+def make_event(*, tickets: int = 10, **fields):
+    event = EventFactory(**fields)
+    TierFactory(event=event, inventory=tickets)
+    return event
+
+
+def join(event, customer=None) -> tuple:
+    customer = customer or CustomerFactory()
+    result = services.queue_join(event_id=event.id, customer_id=customer.id)
+    return customer, result
+
+
+def admit(event, customer=None, *, window_seconds: int | None = None) -> tuple:
+    """Join and run a tick so that this customer is admitted (the only one
+    waiting). Returns (customer, entry, admission token)."""
+    if window_seconds is not None:
+        type(event).objects.filter(pk=event.pk).update(admission_window_seconds=window_seconds)
+    customer, _ = join(event, customer)
+    report = services.admission_tick_event(event_id=event.id)
+    assert report.admitted >= 1, report
+    entry = QueueEntry.objects.get(event=event, customer=customer, status="ADMITTED")
+    position = services.queue_position(event_id=event.id, customer_id=customer.id)
+    return customer, entry, position.admission_token
+
+
+def past(seconds: int = 1) -> datetime:
+    return timezone.now() - timedelta(seconds=seconds)
+
+
+# --- tickets held and organizers (admin tests) ---------------------------------
+
+
+def hold_tickets(tier: TicketTier, quantity: int, *, status: str = "CLAIMED") -> Claim:
+    """A claim of ``status`` holding ``quantity`` free tickets of ``tier``."""
+    claim = Claim.objects.create(
+        event=tier.event,
+        tier=tier,
+        customer=CustomerFactory(),
+        quantity=quantity,
+        amount=tier.price * quantity,
+        currency=tier.event.currency,
+        status=status,
+        expires_at=timezone.now() + timedelta(minutes=10),
+    )
+    ids = list(
+        Ticket.objects.filter(tier=tier, claim__isnull=True).values_list("id", flat=True)[:quantity]
+    )
+    assert len(ids) == quantity
+    Ticket.objects.filter(id__in=ids).update(claim=claim)
+    return claim
+
+
+def organizer_login(organizer: Organizer | None = None, **user_fields) -> tuple:
+    """A staff user in the Organizers group, member of ``organizer`` (a new one
+    by default). Returns (logged-in client, user, organizer)."""
+    organizer = organizer or OrganizerFactory()
+    # No password: force_login needs none, and hashing one costs ~0.5 s per user.
+    user = UserFactory(password=None, **user_fields)
+    user.groups.add(ensure_organizer_group())
+    organizer.members.add(user)
+    client = Client()
+    client.force_login(user)
+    return client, user, organizer
