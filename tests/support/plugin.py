@@ -14,6 +14,7 @@ from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
 from tests.support.payments import Sandbox
+from tests.support.redis_server import RedisServer, app_redis
 from tests.support.signin import REQUEST_URL, code_from
 
 
@@ -91,3 +92,16 @@ def request_code(api, mailoutbox):
         return code_from(mailoutbox[-1])
 
     return _request
+
+
+@pytest.fixture
+def own_redis(tmp_path, monkeypatch, settings):
+    """A real redis-server of this test's own, which the app uses and the test
+    may ``stop()`` and ``start()`` again (tests/support/redis_server.py)."""
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        with app_redis(server, monkeypatch, settings):
+            yield server
+    finally:
+        server.stop()

@@ -87,3 +87,88 @@ def wait_until_blocked(n: int) -> None:
     while waiting_on_locks() < n:
         assert time.monotonic() < deadline, f"only {waiting_on_locks()} of {n} blocked"
         time.sleep(0.02)
+
+
+# --- forcing one interleaving ------------------------------------------------------
+
+
+class Aside:
+    """``action()`` run in another thread (so on its own database connection),
+    started at once. ``settle`` waits until it has finished or is blocked on a
+    lock inside Postgres; ``finish`` joins it and returns its result (or
+    raises what it raised)."""
+
+    def __init__(self, action: Callable[[], Any]) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.result = action()
+            except BaseException as exc:  # handed to the test by finish()
+                self.error = exc
+            finally:
+                connection.close()
+                self.done.set()
+
+        self.thread = threading.Thread(target=run)
+        self.thread.start()
+
+    def settle(self, *, timeout: float = 15.0) -> str:
+        """"done" or "blocked" (waiting on a Postgres lock); "running" when
+        neither happened within ``timeout`` (e.g. it waits on a Redis lock)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.done.wait(0.02):
+                return "done"
+            if waiting_on_locks() >= 1:
+                return "blocked"
+        return "done" if self.done.is_set() else "running"
+
+    def finish(self, *, timeout: float = 30.0) -> Any:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the action run aside did not finish"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class Between:
+    """Forces one interleaving: ``target.name`` (a function the code under test
+    looks up in that module) is wrapped so that, on its first call, it runs as
+    usual and then, before returning, ``action`` runs in another thread until
+    it finished or blocked on a Postgres lock (``settle_timeout`` when it waits
+    on something else). The code under test then goes on. Later calls pass
+    straight through. ``materialize`` reads a returned iterator to the end
+    first (the code under test has then "read the rows")."""
+
+    def __init__(
+        self,
+        monkeypatch: Any,
+        target: Any,
+        name: str,
+        action: Callable[[], Any],
+        *,
+        materialize: bool = False,
+        settle_timeout: float = 15.0,
+    ) -> None:
+        real = getattr(target, name)
+        self.aside: Aside | None = None
+        self.state = ""
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = real(*args, **kwargs)
+            if self.aside is not None:
+                return result
+            if materialize:
+                result = iter(list(result))
+            self.aside = Aside(action)
+            self.state = self.aside.settle(timeout=settle_timeout)
+            return result
+
+        monkeypatch.setattr(target, name, wrapper)
+
+    def finish(self) -> Any:
+        assert self.aside is not None, "the code under test never reached the seam"
+        return self.aside.finish()
