@@ -34,6 +34,7 @@ def _beat_schedule() -> dict:
             "task": "payments.tasks.paying_claims_expire",
             "schedule": every["expiry"],
         },
+        "sales-end": {"task": "events.tasks.sales_end", "schedule": every["admission"]},
         "inventory-reconcile": {
             "task": "events.tasks.inventory_reconcile",
             "schedule": every["reconcile"],

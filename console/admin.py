@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
@@ -58,12 +57,8 @@ def _manages(request: HttpRequest, event: Event | None) -> bool:
 
 
 def _queue_length(event_id: object) -> int | None:
-    """Waiting customers, or None while Redis is down."""
-    try:
-        return queue_length(event_id=event_id)
-    except redis.RedisError:
-        logger.warning("queue length unavailable for event %s", event_id)
-        return None
+    """Waiting customers (from Postgres while Redis is down)."""
+    return queue_length(event_id=event_id)
 
 
 # --- forms -------------------------------------------------------------------

@@ -6,6 +6,7 @@ import logging
 import uuid
 
 from events.selectors import events_live
+from fairqueue.redis import RedisUnavailable
 from inventory.services import inventory_sync_event
 from queueing.services import queue_rebuild
 
@@ -14,14 +15,19 @@ logger = logging.getLogger(__name__)
 
 def redis_rebuild(*, event_id: uuid.UUID | str | None = None) -> dict[str, dict]:
     """For every live event (or one): inventory counters to Postgres truth,
-    waiting and admitted sets back where missing, in their exact order."""
+    waiting and admitted sets back where missing, in their exact order. With
+    Redis unreachable nothing can be rebuilt: the report says so, and the
+    reconciliation does it once Redis is back."""
     events = events_live()
     if event_id is not None:
         events = events.filter(pk=event_id)
     report = {}
     for event in events:
         healed = inventory_sync_event(event_id=event.pk)
-        queue = queue_rebuild(event_id=event.pk)
+        try:
+            queue = queue_rebuild(event_id=event.pk)
+        except RedisUnavailable:
+            queue = {"skipped": "redis_unavailable"}
         report[str(event.pk)] = {"inventory_healed": len(healed), "queue": queue}
         logger.info("redis rebuilt event=%s %s", event.pk, report[str(event.pk)])
     return report

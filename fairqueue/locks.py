@@ -7,16 +7,23 @@ Three kinds:
   by its owner): single-flight of periodic work, per task (``single_flight``)
   or per event (``redis_lock``). They only turn duplicate work away early;
   correctness never rests on them.
-- **Postgres advisory locks**: the single-flight fallback while Redis is
-  unreachable, so beat tasks keep running through a Redis outage. Session
-  locks: a worker that dies drops its connection and with it the lock.
+- **Postgres advisory locks**: the single flight of periodic tasks while
+  Redis is unreachable, so beat tasks keep running through a Redis outage.
+  Session locks: a worker that dies drops its connection and with it the lock.
 - **Postgres row locks** (``SELECT ... FOR UPDATE``, conditional UPDATEs): the
   locks correctness rests on. Taken inside ``pg_lock_timeout``, a wait is
   bounded and a timeout is "busy, retry" (503 + Retry-After), never a hang.
+
+This module is the store of the Redis locks and follows the Redis-failure
+rule of ``fairqueue.redis``: no caller ever sees a ``RedisError``. An
+unreachable Redis means "no Redis lock": ``redis_lock`` yields a ``Held`` that
+guards nothing (callers keep their Postgres guard), ``task_lock`` falls back
+to the advisory lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -24,13 +31,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-import redis
 from django.conf import settings
 from django.db import OperationalError, connection
+from redis.exceptions import LockError
 from redis.lock import Lock
 
 from fairqueue.errors import Busy
-from fairqueue.redis import get_redis, redis_failed
+from fairqueue.redis import best_effort, get_redis
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +78,9 @@ def pg_lock_timeout(ms: int | None = None) -> Iterator[None]:
 
 # --- Redis locks ----------------------------------------------------------------
 
+# What _try_acquire answers when Redis could not be asked.
+UNREACHABLE = None
+
 
 def _lock(key: str, ttl_s: float) -> Lock:
     # thread_local=False: the token lives on the Lock object, so a pass that
@@ -78,25 +88,52 @@ def _lock(key: str, ttl_s: float) -> Lock:
     return get_redis().lock(key, timeout=ttl_s, sleep=0.05, thread_local=False)
 
 
+@best_effort(UNREACHABLE)
+def _try_acquire(lock: Lock, wait_s: float) -> bool:
+    """True: ours; False: someone else holds it; None: Redis unreachable."""
+    return bool(lock.acquire(blocking=wait_s > 0, blocking_timeout=wait_s or None))
+
+
+@best_effort(True)
+def _renew(lock: Lock) -> bool:
+    try:
+        lock.reacquire()
+    except LockError:  # it expired and was taken (or dropped): no longer ours
+        return False
+    return True
+
+
+@best_effort(None)
+def _release(lock: Lock) -> None:
+    try:
+        lock.release()
+    except LockError:
+        logger.info("lock %s had expired before its release", lock.name)
+
+
+@best_effort(None)
+def _release_token(lock: Lock, token: bytes) -> None:
+    # LockError: expired, or taken by someone else since: not ours to release.
+    with contextlib.suppress(LockError):
+        lock.do_release(token)
+
+
 class Held:
-    """A Redis lock we own. ``renew`` gives it a full TTL again (long passes
-    call it between chunks); it answers False when the lock was lost (it
-    expired and someone else took it), and the pass should stop."""
+    """A lock we own. ``renew`` gives a Redis lock a full TTL again (long
+    passes call it between chunks); it answers False when the lock was lost
+    (it expired and someone else took it), and the pass should stop. A lock
+    held through a fallback (``lock`` None) has nothing to renew: Redis was
+    unreachable, so nobody else can take it there either."""
 
     def __init__(self, lock: Lock | None) -> None:
         self._lock = lock
 
+    @property
+    def in_redis(self) -> bool:
+        return self._lock is not None
+
     def renew(self) -> bool:
-        if self._lock is None:  # held through the Postgres fallback
-            return True
-        try:
-            self._lock.reacquire()
-        except redis.exceptions.LockError:
-            return False
-        except redis.RedisError:
-            redis_failed("lock renew")
-            return True  # Redis went away: nobody else can take it there either
-        return True
+        return True if self._lock is None else _renew(self._lock)
 
 
 @contextmanager
@@ -106,10 +143,8 @@ def redis_lock(key: str, *, ttl_s: float, wait_s: float = 0.0) -> Iterator[Held 
     that guards nothing: callers that need mutual exclusion then rely on
     their Postgres lock, which they must take anyway."""
     lock = _lock(key, ttl_s)
-    try:
-        got = lock.acquire(blocking=wait_s > 0, blocking_timeout=wait_s or None)
-    except redis.RedisError:
-        redis_failed(f"lock {key}")
+    got = _try_acquire(lock, wait_s)
+    if got is UNREACHABLE:
         yield Held(None)
         return
     if not got:
@@ -118,29 +153,18 @@ def redis_lock(key: str, *, ttl_s: float, wait_s: float = 0.0) -> Iterator[Held 
     try:
         yield Held(lock)
     finally:
-        release(lock)
+        _release(lock)
 
 
 def release(lock: Lock) -> None:
     """Release a lock we may no longer own (it expired): never raises."""
-    try:
-        lock.release()
-    except redis.exceptions.LockError:
-        logger.info("lock %s had expired before its release", lock.name)
-    except redis.RedisError:
-        redis_failed(f"lock {lock.name} release")
+    _release(lock)
 
 
 def release_token(key: str, token: str) -> None:
     """Release a lock taken elsewhere (e.g. inside a Lua script) with ``token``,
-    by redis-py's own owner-checked release."""
-    lock = _lock(key, 1)
-    try:
-        lock.do_release(token.encode() if isinstance(token, str) else token)
-    except redis.exceptions.LockError:
-        pass  # expired, or taken by someone else since: not ours to release
-    except redis.RedisError:
-        redis_failed(f"lock {key} release")
+    by redis-py's own owner-checked release. Never raises."""
+    _release_token(_lock(key, 1), token.encode() if isinstance(token, str) else token)
 
 
 # --- single flight of periodic tasks ---------------------------------------------
@@ -154,6 +178,7 @@ def _advisory_key(name: str) -> int:
 
 @contextmanager
 def _advisory(name: str) -> Iterator[bool]:
+    """The session-level advisory lock of task ``name``, if free (no wait)."""
     key = _advisory_key(f"fq:task:{name}")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
@@ -168,24 +193,27 @@ def _advisory(name: str) -> Iterator[bool]:
 
 @contextmanager
 def task_lock(name: str, *, ttl_s: float) -> Iterator[Held | None]:
-    """One run of ``name`` at a time across every worker: a Redis lock, or a
-    Postgres advisory lock while Redis is unreachable. Yields None when
-    another run holds it."""
+    """One run of ``name`` at a time across every worker. Yields None when
+    another run holds it.
+
+    The Redis lock first; while Redis is unreachable, the task's Postgres
+    advisory lock instead. A run holding the Redis lock also takes the
+    advisory lock (one cheap statement), so a run that started during an
+    outage and one that starts after Redis came back do not overlap either."""
     lock = _lock(f"fq:task-lock:{name}", ttl_s)
-    try:
-        got = lock.acquire(blocking=False)
-    except redis.RedisError:
-        redis_failed(f"task lock {name}; using the Postgres advisory lock")
-        with _advisory(name) as mine:
-            yield Held(None) if mine else None
-        return
-    if not got:
+    got = _try_acquire(lock, 0)
+    if not got and got is not UNREACHABLE:
         yield None
         return
     try:
-        yield Held(lock)
+        with _advisory(name) as mine:
+            if not mine:
+                yield None
+            else:
+                yield Held(lock if got else None)
     finally:
-        release(lock)
+        if got:
+            _release(lock)
 
 
 SKIPPED = {"skipped": "another run holds the lock"}
@@ -194,7 +222,8 @@ SKIPPED = {"skipped": "another run holds the lock"}
 def single_flight(name: str, *, ttl_s: float) -> Callable[[Callable[P, T]], Callable[P, T | dict]]:
     """Decorator for a periodic task: the body runs only in the worker that
     takes ``task_lock(name)``; the others answer ``SKIPPED`` at once. Give the
-    Celery task a time limit below ``ttl_s`` so a run never outlives its lock."""
+    Celery task a time limit below ``ttl_s`` (``time_limits``) so a run never
+    outlives its lock."""
 
     def decorate(fn: Callable[P, T]) -> Callable[P, T | dict]:
         @functools.wraps(fn)

@@ -29,8 +29,11 @@ def sign(claims: dict[str, Any], *, audience: str, ttl: timedelta) -> tuple[str,
     return jwt.encode(payload, settings.TOKEN_SIGNING_KEY, algorithm=_ALGORITHM), expires_at
 
 
-def verify(token: str, *, audience: str) -> dict[str, Any]:
-    """Decode and check signature, issuer, audience and expiry."""
+def verify(token: str, *, audience: str, check_expiry: bool = True) -> dict[str, Any]:
+    """Decode and check signature, issuer, audience and expiry. With
+    ``check_expiry=False`` the caller holds a better authority on whether the
+    token is still good than the ``exp`` it was minted with (it is still
+    required to be there)."""
     try:
         return jwt.decode(
             token,
@@ -38,7 +41,7 @@ def verify(token: str, *, audience: str) -> dict[str, Any]:
             algorithms=[_ALGORITHM],
             audience=audience,
             issuer=ISSUER,
-            options={"require": ["exp", "aud", "iss", "sub"]},
+            options={"require": ["exp", "aud", "iss", "sub"], "verify_exp": check_expiry},
         )
     except jwt.ExpiredSignatureError as exc:
         raise Unauthenticated("The token has expired.", code="token_expired") from exc

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-import redis
 from django.db.models import Count, Q
 
 from inventory.models import Ticket
@@ -51,9 +50,8 @@ def event_free_tickets(*, event_id: object) -> int:
 def available_tickets(*, event_id: uuid.UUID | str, tier_ids: list[object]) -> dict[str, int]:
     """Approximate free tickets per tier: Redis, falling back to Postgres for
     missing counters or when Redis is down."""
-    try:
-        counts = inventory_store().available(event_id=event_id, tier_ids=tier_ids)
-    except redis.RedisError:
+    counts = inventory_store().available(event_id=event_id, tier_ids=tier_ids)
+    if counts is None:  # Redis unreachable
         counts = {str(t): None for t in tier_ids}
     if any(v is None for v in counts.values()):
         truth = free_tickets_by_tier(event_id=event_id)

@@ -97,7 +97,8 @@ def inventory_sync_event(
     """Bring the tier counters of an event (or only ``tier_ids``) to Postgres
     truth minus the reservations still in flight. Returns the tiers that
     diverged as (tier_id, postgres_free, redis_before, redis_after); each heal
-    is logged with both numbers.
+    is logged with both numbers. With Redis unreachable it changes nothing
+    and returns no tier (the next sync heals).
 
     The free counts and the committed reservations are read in ONE snapshot
     (REPEATABLE READ), and the in-flight set is read after that snapshot
@@ -107,9 +108,21 @@ def inventory_sync_event(
     exactly once. Without this, a process that died between its commit and
     finishing its reservation would hide those tickets until the reservation
     aged out.
+
+    Releases are the other way round: one that commits after the snapshot
+    began is not in its free count, and its give-back may reach Redis before
+    the counter is written. The tally of tickets given back is read BEFORE
+    the snapshot begins, and the sync script adds whatever was given back
+    since; so a release is never wiped (issue 11, defect 1). A release that
+    commits between that read and the snapshot is counted twice: the counter
+    is then high until the next sync, the safe side (Postgres refuses what
+    is not there).
     """
     store = inventory_store()
     wanted = None if tier_ids is None else {str(t) for t in tier_ids}
+    returned_before = store.returned(event_id=event_id)
+    if returned_before is None:
+        return []
     fresh_transaction = not connection.in_atomic_block
     with transaction.atomic():
         if fresh_transaction:
@@ -120,7 +133,12 @@ def inventory_sync_event(
             for tier, free in free_tickets_by_tier(event_id=event_id).items()
             if wanted is None or str(tier) in wanted
         }
-        inflight = {t: store.inflight(event_id=event_id, tier_id=t) for t in free_by_tier}
+        inflight: dict[str, list[str]] = {}
+        for tier_id in free_by_tier:
+            members = store.inflight(event_id=event_id, tier_id=tier_id)
+            if members is None:
+                return []
+            inflight[tier_id] = members
         ids = [m.split(":", 1)[0] for members in inflight.values() for m in members]
         committed_ids = (
             set(
@@ -134,9 +152,16 @@ def inventory_sync_event(
     healed = []
     for tier_id, free in free_by_tier.items():
         committed = [m for m in inflight[tier_id] if m.split(":", 1)[0] in committed_ids]
-        previous, new = store.sync(
-            event_id=event_id, tier_id=tier_id, free_in_postgres=free, committed=committed
+        answer = store.sync(
+            event_id=event_id,
+            tier_id=tier_id,
+            free_in_postgres=free,
+            returned_before=returned_before.get(tier_id, 0),
+            committed=committed,
         )
+        if answer is None:
+            return healed
+        previous, new = answer
         if previous != new:
             healed.append((tier_id, free, previous, new))
             logger.warning(

@@ -3,9 +3,15 @@ claims away before they reach Postgres, and the reservations in flight.
 
 Keys (``fq:{<event_id>}:tier:<tier_id>:...``): ``available`` (the counter) and
 ``inflight`` (sorted set of ``<reservation id>:<quantity>``, scored by the time
-the reservation was made). The counter may be missing or wrong; Postgres
+the reservation was made); and per event ``fq:{<event_id>}:returned`` (hash:
+tier id -> tickets given back so far, which lets a sync count the releases
+that land while it runs). The counter may be missing or wrong; Postgres
 (``inventory.models.Ticket``) is the truth and ``inventory.services`` brings
 the counter back to it.
+
+Every method is ``@best_effort`` (``fairqueue.redis``): with Redis
+unreachable it answers None ("Redis does not know") and its callers go to
+Postgres, which decides alone (invariant 1).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fairqueue.redis import RedisStore, event_key
+from fairqueue.redis import RedisStore, best_effort, event_key
 
 # A reservation older than this is from a process that died mid-claim. A claim
 # holds its reservation for one short Postgres transaction, so this is far
@@ -52,9 +58,14 @@ class InventoryStore(RedisStore):
     def inflight_key(event_id: object, tier_id: object) -> str:
         return event_key(event_id, "tier", tier_id, "inflight")
 
+    @staticmethod
+    def returned_key(event_id: object) -> str:
+        return event_key(event_id, "returned")
+
     def _keys(self, event_id: object, tier_id: object) -> list[str]:
         return [self.counter_key(event_id, tier_id), self.inflight_key(event_id, tier_id)]
 
+    @best_effort(None)
     def reserve(
         self,
         *,
@@ -66,7 +77,8 @@ class InventoryStore(RedisStore):
         lock_ttl_ms: int = 0,
     ) -> tuple[int, Reservation]:
         """Lua "decrement by quantity if enough": (left, reservation), or -1
-        (cache miss) / -2 (not enough) with no reservation made.
+        (cache miss) / -2 (not enough) with no reservation made; None when
+        Redis could not be asked.
 
         With ``lock_key`` the script first takes that lock (SET NX PX with
         ``lock_token``) in the same round trip: -3 when someone else holds it
@@ -80,6 +92,7 @@ class InventoryStore(RedisStore):
         result = self.scripts["reserve"](keys=keys, args=args)
         return int(result), reservation
 
+    @best_effort(None)
     def finish(
         self,
         reservation: Reservation,
@@ -99,32 +112,49 @@ class InventoryStore(RedisStore):
             args.append(lock_token)
         self.scripts["unreserve"](keys=keys, args=args)
 
+    @best_effort(None)
     def give_back(self, *, event_id: object, tier_id: object, quantity: int) -> None:
         """Tickets released in Postgres return to the counter (only if it
-        exists: a missing counter is rebuilt from Postgres on the next miss)."""
-        self.scripts["give_back"](keys=[self.counter_key(event_id, tier_id)], args=[quantity])
+        exists: a missing counter is rebuilt from Postgres on the next miss),
+        and to the tier's returned tally."""
+        self.scripts["give_back"](
+            keys=[self.counter_key(event_id, tier_id), self.returned_key(event_id)],
+            args=[quantity, str(tier_id)],
+        )
 
+    @best_effort(None)
+    def returned(self, *, event_id: object) -> dict[str, int]:
+        """Tickets given back so far, per tier id (missing tiers: none yet).
+        A sync reads this before its Postgres snapshot begins."""
+        return {t: int(n) for t, n in self.r.hgetall(self.returned_key(event_id)).items()}
+
+    @best_effort(None)
     def inflight(self, *, event_id: object, tier_id: object) -> list[str]:
         """Members (``<reservation id>:<quantity>``) of the in-flight set."""
         return list(self.r.zrange(self.inflight_key(event_id, tier_id), 0, -1))
 
+    @best_effort(None)
     def sync(
         self,
         *,
         event_id: object,
         tier_id: object,
         free_in_postgres: int,
+        returned_before: int,
         committed: Iterable[str] = (),
     ) -> tuple[int, int]:
-        """Force the counter to truth minus in-flight reservations, after
-        dropping the ``committed`` members (their claims are in Postgres).
-        Returns (previous or -1, new)."""
+        """Force the counter to truth minus in-flight reservations plus what
+        was given back since ``returned_before`` was read, after dropping the
+        ``committed`` members (their claims are in Postgres). Returns
+        (previous or -1, new)."""
         cutoff = int(time.time() * 1000) - RESERVATION_MAX_AGE_MS
         previous, new = self.scripts["sync"](
-            keys=self._keys(event_id, tier_id), args=[free_in_postgres, cutoff, *committed]
+            keys=[*self._keys(event_id, tier_id), self.returned_key(event_id)],
+            args=[free_in_postgres, cutoff, str(tier_id), returned_before, *committed],
         )
         return int(previous), int(new)
 
+    @best_effort(None)
     def available(self, *, event_id: object, tier_ids: Iterable[object]) -> dict[str, int | None]:
         tier_ids = [str(t) for t in tier_ids]
         values = self.r.mget([self.counter_key(event_id, t) for t in tier_ids]) if tier_ids else []

@@ -29,6 +29,13 @@ QUEUE_MACHINE = StateMachine(
 LIVE_STATUSES = (Q.WAITING, Q.ADMITTED)
 
 
+class EndReason(StrEnum):
+    """Why an entry is EXPIRED (the position endpoint and the push say so)."""
+
+    ADMISSION_WINDOW = "admission_window"  # admitted, did not claim in time
+    SALE_ENDED = "sale_ended"  # the organizer ended the sale, or its window closed
+
+
 def admission_capacity(
     *, batch_size: int, max_active_admitted: int, admitted_now: int, free_tickets: int
 ) -> int:

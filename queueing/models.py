@@ -3,7 +3,7 @@ import uuid
 from django.db import models
 
 from fairqueue.states import choices
-from queueing.domain import LIVE_STATUSES, QueueStatus
+from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus
 
 
 class QueueEntry(models.Model):
@@ -25,6 +25,10 @@ class QueueEntry(models.Model):
     admitted_at = models.DateTimeField(null=True, blank=True)
     admission_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # db_default: the join inserts its row in raw SQL.
+    end_reason = models.CharField(
+        max_length=32, choices=choices(EndReason), blank=True, default="", db_default=""
+    )
 
     class Meta:
         verbose_name_plural = "queue entries"
@@ -39,3 +43,27 @@ class QueueEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.customer_id} @ {self.event_id} ({self.status})"
+
+
+class AdmissionState(models.Model):
+    """Per event, what admission keeps in Postgres besides the entries.
+
+    ``served``: customers admitted so far, counted by the tick under the
+    event's row lock; the Redis ``served`` counter is set from it.
+
+    The admission clock: windows run out only while the waiting room works.
+    ``stopped_since`` is set when Redis was found unreachable (by a tick, or
+    by a request that had to do without it), ``last_tick_at`` by every tick;
+    the first tick that finds Redis again (or that comes after ticks stopped)
+    gives every open window the time the clock stood still
+    (``queueing.services.clock``)."""
+
+    event = models.OneToOneField(
+        "events.Event", primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    served = models.PositiveBigIntegerField(default=0)
+    last_tick_at = models.DateTimeField(null=True, blank=True)
+    stopped_since = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"admission of {self.event_id}"

@@ -20,7 +20,7 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
 from fairqueue.broadcast import PUSH_TYPE, customer_group
-from fairqueue.redis import get_redis
+from fairqueue.redis import best_effort, get_redis, redis_failed
 
 logger = logging.getLogger(__name__)
 
@@ -42,29 +42,35 @@ def _envelope(message: dict) -> dict:
     return {"type": PUSH_TYPE, "message": message}
 
 
+@best_effort(None)
+def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict]]) -> None:
+    # channels_redis names a group's pub/sub channel "<prefix>__group__<group>".
+    for start in range(0, len(messages), PIPELINE_CHUNK):
+        pipe = get_redis().pipeline(transaction=False)
+        for group, message in messages[start : start + PIPELINE_CHUNK]:
+            pipe.publish(f"{prefix}__group__{group}", layer.serialize(_envelope(message)))
+        pipe.execute()
+
+
 def send_many(messages: list[tuple[str, dict]]) -> None:
-    """Best effort (clients also poll their position): failures are logged."""
+    """Best effort (clients also poll their position): a failure is counted
+    and logged at most once a minute, like any Redis failure."""
     if not messages:
         return
     layer = get_channel_layer()
+    prefix = _pubsub_prefix(layer) if len(messages) > 1 else None
+    if prefix is not None:
+        _publish(layer, prefix, messages)
+        return
+
+    async def send() -> None:
+        for group, message in messages:
+            await layer.group_send(group, _envelope(message))
+
     try:
-        prefix = _pubsub_prefix(layer) if len(messages) > 1 else None
-        if prefix is not None:
-            # channels_redis names a group's pub/sub channel "<prefix>__group__<group>".
-            for start in range(0, len(messages), PIPELINE_CHUNK):
-                pipe = get_redis().pipeline(transaction=False)
-                for group, message in messages[start : start + PIPELINE_CHUNK]:
-                    pipe.publish(f"{prefix}__group__{group}", layer.serialize(_envelope(message)))
-                pipe.execute()
-            return
-
-        async def send() -> None:
-            for group, message in messages:
-                await layer.group_send(group, _envelope(message))
-
         async_to_sync(send)()
-    except Exception:
-        logger.exception("queue pushes failed (%s messages)", len(messages))
+    except Exception:  # the channel layer is Redis too (channels_redis' own client)
+        redis_failed("queue pushes through the channel layer")
 
 
 def send_expired(*, event_id: object, customer_ids: list, reason: str) -> None:

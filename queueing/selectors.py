@@ -6,14 +6,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis
 from django.conf import settings
 from django.db.models import Q
 
 from events.models import Event
 from fairqueue.snapshots import SnapshotCache
 from queueing.domain import LIVE_STATUSES, QueueStatus
-from queueing.models import QueueEntry
+from queueing.models import AdmissionState, QueueEntry
 from queueing.store import queue_store
 
 
@@ -90,6 +89,21 @@ def waiting_rank(*, entry: QueueEntry) -> int:
     )
 
 
+def admission_window_open(*, entry: QueueEntry, now: datetime) -> bool:
+    """The entry is ADMITTED and its window open: not yet run out, or kept
+    open by the event's stopped admission clock (queueing/services/clock.py)."""
+    if entry.status != QueueStatus.ADMITTED or entry.admission_expires_at is None:
+        return False
+    if entry.admission_expires_at > now:
+        return True
+    stopped = (
+        AdmissionState.objects.filter(pk=entry.event_id)
+        .values_list("stopped_since", flat=True)
+        .first()
+    )
+    return stopped is not None and entry.admission_expires_at > stopped
+
+
 def waiting_count(*, event_id: object) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.WAITING).count()
 
@@ -97,10 +111,7 @@ def waiting_count(*, event_id: object) -> int:
 def queue_length(*, event_id: uuid.UUID | str) -> int:
     """Customers waiting: the sorted set's size, or Postgres when Redis is
     down or the set is missing."""
-    try:
-        waiting, _ = queue_store().sizes(event_id=event_id)
-        if waiting:
-            return waiting
-    except redis.RedisError:
-        pass
+    sizes = queue_store().sizes(event_id=event_id)
+    if sizes is not None and sizes[0]:
+        return sizes[0]
     return waiting_count(event_id=event_id)

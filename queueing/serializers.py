@@ -7,9 +7,12 @@ from queueing.services import JoinResult, PositionResult
 
 class QueueJoinedSerializer(serializers.Serializer):
     queue_entry_id = serializers.UUIDField()
-    status = serializers.CharField(help_text="WAITING.")
+    status = serializers.CharField(
+        help_text="WAITING; ADMITTED when a tick admitted the customer while the join was on "
+        "its way (the position endpoint then hands out the admission token)."
+    )
     position = serializers.IntegerField(
-        help_text="1-based place in the line, exact at this moment."
+        allow_null=True, help_text="1-based place in the line, exact at this moment."
     )
     eta_seconds = serializers.IntegerField(
         allow_null=True, help_text="Estimated wait at the measured admission rate; null if none."
@@ -30,6 +33,11 @@ class QueuePositionSerializer(serializers.Serializer):
         required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
     )
     admission_expires_at = serializers.DateTimeField(required=False)
+    reason = serializers.CharField(
+        required=False,
+        help_text="Only when EXPIRED: `admission_window` (admitted, did not claim in time) or "
+        "`sale_ended` (the sale ended, or its sale window closed).",
+    )
 
 
 def joined_body(result: JoinResult) -> dict:
@@ -52,4 +60,6 @@ def position_body(result: PositionResult) -> dict:
     if result.admission_token:
         body["admission_token"] = result.admission_token
         body["admission_expires_at"] = result.admission_expires_at.isoformat()
+    if result.reason:
+        body["reason"] = result.reason
     return body

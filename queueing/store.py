@@ -4,13 +4,19 @@ to it (``lua/*.lua``), every key of an event under the event's hash tag.
 Keys (``fq:{<event_id>}:queue:...``):
 - ``waiting``: sorted set, member = customer id, score = ``QueueEntry.score``.
 - ``admitted``: sorted set, member = customer id, score = admission expiry (ms).
-- ``served``: how many customers were admitted so far (clients subtract it).
+- ``served``: how many customers were admitted so far (clients subtract it);
+  written as Postgres counts it (``AdmissionState.served``), never lower.
 - ``ticks`` / ``rate``: recent admission ticks and the admission rate they give.
 - ``lock``: the event's single-flight lock (tick, reconciliation; fairqueue.locks).
 - ``shuffled``: marker that the pre-queue shuffle reached Redis.
 - ``checked``: present while the last full reconciliation is recent.
 
 Everything here can be rebuilt from Postgres (invariant 2).
+
+The Redis-failure rule (``fairqueue.redis``): the hot-path and tick methods
+are ``@best_effort`` (their callers answer from Postgres, and the
+reconciliation heals Redis later); the rebuild and reconciliation methods,
+which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 """
 
 from __future__ import annotations
@@ -23,14 +29,14 @@ from pathlib import Path
 
 import redis
 
-from fairqueue.redis import RedisStore, event_key
+from fairqueue.redis import RedisStore, best_effort, event_key, required
 
 REBUILD_BATCH = 10_000
 
 
 @dataclass(frozen=True)
 class JoinAnswer:
-    rank: int
+    rank: int | None  # None: already in the admitted set (a tick beat the join's add)
     rate: float | None
     served: int | None
 
@@ -90,13 +96,33 @@ class QueueStore(RedisStore):
         return event_key(event_id, "queue", "shuffled")
 
     # --- hot path ---------------------------------------------------------
+    @best_effort(False)
+    def ping(self) -> bool:
+        """Is Redis reachable right now?"""
+        return bool(self.r.ping())
+
+    @best_effort(None)
     def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
+        """Add to the waiting line, unless a tick already moved the customer to
+        the admitted set (its Postgres row was committed before this add)."""
         rank, rate, served = self.scripts["join"](
-            keys=[self.waiting_key(event_id), self.rate_key(event_id), self.served_key(event_id)],
+            keys=[
+                self.waiting_key(event_id),
+                self.rate_key(event_id),
+                self.served_key(event_id),
+                self.admitted_key(event_id),
+            ],
             args=[score, str(customer_id)],
         )
-        return JoinAnswer(rank=int(rank), rate=_float(rate), served=_int(served))
+        rank = int(rank)
+        return JoinAnswer(rank=rank if rank >= 0 else None, rate=_float(rate), served=_int(served))
 
+    @best_effort(None)
+    def rescore(self, *, event_id: object, customer_id: object, score: int) -> None:
+        """A waiting member's score changed in Postgres (the pre-queue shuffle)."""
+        self.r.zadd(self.waiting_key(event_id), {str(customer_id): score}, xx=True)
+
+    @best_effort(None)
     def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
         rank, admitted_until, rate, served, exists = self.scripts["position"](
             keys=[
@@ -115,33 +141,39 @@ class QueueStore(RedisStore):
             waiting_exists=bool(exists),
         )
 
+    @best_effort(None)
     def leave(self, *, event_id: object, customer_id: object) -> None:
         self.r.zrem(self.waiting_key(event_id), str(customer_id))
 
+    @best_effort(None)
     def admitted_until_ms(self, *, event_id: object, customer_id: object) -> int | None:
         score = self.r.zscore(self.admitted_key(event_id), str(customer_id))
         return int(score) if score is not None else None
 
+    @best_effort(None)
     def release_admitted(self, *, event_id: object, customer_ids: Iterable[object]) -> None:
         members = [str(c) for c in customer_ids]
         if members:
             self.r.zrem(self.admitted_key(event_id), *members)
 
     # --- admission --------------------------------------------------------
+    @best_effort(None)
     def admit(
         self,
         *,
         event_id: object,
         customer_ids: list[str],
+        served: int,
         expires_ms: int,
         now_ms: int,
         duration_ms: int,
         interval_ms: int,
         window_ms: int,
-    ) -> tuple[int | None, float]:
-        """Atomic move waiting -> admitted plus the tick sample. Returns
-        (served total, or None when the counter is missing; measured rate)."""
-        served, rate = self.scripts["admit"](
+    ) -> tuple[int, float]:
+        """Atomic move waiting -> admitted plus the tick sample; the served
+        counter becomes ``served`` (Postgres' count after this tick) unless it
+        is already higher. Returns (served as Redis now has it, measured rate)."""
+        served_now, rate = self.scripts["admit"](
             keys=[
                 self.waiting_key(event_id),
                 self.admitted_key(event_id),
@@ -149,38 +181,58 @@ class QueueStore(RedisStore):
                 self.ticks_key(event_id),
                 self.rate_key(event_id),
             ],
-            args=[expires_ms, now_ms, duration_ms, interval_ms, window_ms, *customer_ids],
+            args=[expires_ms, now_ms, duration_ms, interval_ms, window_ms, served, *customer_ids],
         )
-        served = int(served)
-        return (served if served >= 0 else None), float(rate)
+        return int(served_now), float(rate)
 
+    @best_effort(None)
+    def admitted_rescore(self, *, event_id: object, members: Iterable[tuple[str, int]]) -> None:
+        """Admission expiries that changed in Postgres (windows given back)."""
+        mapping = dict(members)
+        if mapping:
+            self.r.zadd(self.admitted_key(event_id), mapping)
+
+    @best_effort(None)
     def served_init(self, *, event_id: object, served: int) -> None:
         self.r.set(self.served_key(event_id), served, nx=True)
 
+    @best_effort(None)
     def served(self, *, event_id: object) -> int | None:
         return _int(self.r.get(self.served_key(event_id)))
 
+    @best_effort(None)
     def rate(self, *, event_id: object) -> float | None:
         return _float(self.r.get(self.rate_key(event_id)))
 
+    @best_effort(None)
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
+        """None when Redis could not be asked."""
         return bool(self.r.exists(self.shuffled_key(event_id)))
 
+    @required
     def shuffle_mark(self, *, event_id: object) -> None:
         self.r.set(self.shuffled_key(event_id), "1")
 
     # --- rebuild / reconcile ----------------------------------------------
+    @best_effort(None)
     def sizes(self, *, event_id: object) -> tuple[int, int]:
+        """(waiting, admitted) set sizes; None when Redis could not be asked."""
         pipe = self.r.pipeline(transaction=False)
         pipe.zcard(self.waiting_key(event_id))
         pipe.zcard(self.admitted_key(event_id))
         waiting, admitted = pipe.execute()
         return int(waiting), int(admitted)
 
+    @required
+    def size(self, *, key: str) -> int:
+        return int(self.r.zcard(key))
+
+    @required
     def full_check_due(self, *, event_id: object, every_seconds: int) -> bool:
         """True at most once per ``every_seconds`` (and right after a wipe)."""
         return bool(self.r.set(self.checked_key(event_id), "1", nx=True, ex=every_seconds))
 
+    @required
     def add_many(
         self, *, key: str, members: Iterable[tuple[str, int]], only_existing: bool = False
     ) -> int:
@@ -212,23 +264,34 @@ class QueueStore(RedisStore):
         sender.finish()
         return sent
 
+    @required
+    def scan_chunk(self, *, key: str, cursor: int) -> tuple[int, list[str]]:
+        """One ZSCAN step over a sorted set (no long block on Redis): the next
+        cursor (0 at the end) and the members of this chunk."""
+        cursor, chunk = self.r.zscan(key, cursor=cursor, count=REBUILD_BATCH)
+        return int(cursor), [member for member, _ in chunk]
+
     def scan_members(self, *, key: str) -> Iterator[list[str]]:
-        """Members of a sorted set in chunks (ZSCAN: no long block on Redis)."""
+        """Members of a sorted set in chunks."""
         cursor = 0
         while True:
-            cursor, chunk = self.r.zscan(key, cursor=cursor, count=REBUILD_BATCH)
+            cursor, chunk = self.scan_chunk(key=key, cursor=cursor)
             if chunk:
-                yield [member for member, _ in chunk]
+                yield chunk
             if cursor == 0:
                 return
 
+    @required
     def remove_many(self, *, key: str, members: list[str]) -> int:
         removed = 0
         for start in range(0, len(members), REBUILD_BATCH):
             removed += int(self.r.zrem(key, *members[start : start + REBUILD_BATCH]))
         return removed
 
+    @best_effort(None)
     def drop_event(self, *, event_id: object) -> None:
+        """The line of an event that ended: its sets go (the reconciliation
+        drops them again if this fails)."""
         self.r.delete(
             self.waiting_key(event_id),
             self.admitted_key(event_id),

@@ -1,5 +1,11 @@
 """Claiming tickets: admission check, Redis lock and counter, then one
-Postgres transaction that is the only door trusted (invariant 1)."""
+Postgres transaction that is the only door trusted (invariant 1).
+
+Redis only turns most losers away early. Its answers are never final on
+their own: a "not enough" is checked against Postgres before it becomes a
+410, and with Redis unreachable the claim goes through the Postgres guard
+alone (slower, still exact: the ticket rows and the one-purchase index decide,
+as they always do)."""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -28,7 +33,12 @@ from fairqueue.redis import event_key
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
 from inventory.services import ShortOfTickets, inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
-from queueing.services import admission_slot_release, admission_verify, queue_entry_complete
+from queueing.services import (
+    admission_clock_stop,
+    admission_slot_release,
+    admission_verify,
+    queue_entry_complete,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -92,17 +102,19 @@ def claim_create(
     # tickets in Redis; the lock is ours from here until the last Redis write.
     store = inventory_store()
     lock = ClaimLock(claim_lock_key(tier.event_id, customer_id))
-    try:
-        left, reservation = store.reserve(
-            event_id=tier.event_id,
-            tier_id=tier.id,
-            quantity=quantity,
-            lock_key=lock.key,
-            lock_token=lock.token,
-            lock_ttl_ms=CLAIM_LOCK_TTL_MS,
+    answer = store.reserve(
+        event_id=tier.event_id,
+        tier_id=tier.id,
+        quantity=quantity,
+        lock_key=lock.key,
+        lock_token=lock.token,
+        lock_ttl_ms=CLAIM_LOCK_TTL_MS,
+    )
+    if answer is None:
+        return _claim_without_redis(
+            tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
         )
-    except redis.RedisError as exc:
-        raise Busy("Claims are briefly unavailable; retry shortly.") from exc
+    left, reservation = answer
     if left == LOCKED:
         if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
@@ -113,12 +125,16 @@ def claim_create(
         )
     reserved: Reservation | None = None
     try:
-        if left == CACHE_MISS:
-            left, reservation = _reserve_after_rebuild(store, tier=tier, quantity=quantity)
-        if left == NOT_ENOUGH:
-            raise Gone("Sold out.", code="sold_out")
+        if left in (CACHE_MISS, NOT_ENOUGH):
+            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left)
+            if answer is None:  # Redis went away meanwhile: Postgres alone
+                _finish_quietly(store, None, give_back=True, lock=lock)
+                return _claim_without_redis(
+                    tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
+                )
+            left, reservation = answer
         if left < 0:
-            raise Busy("Ticket inventory is being rebuilt; retry shortly.")
+            raise Busy("Tickets are being claimed right now; retry shortly.")
         reserved = reservation
         fault_point("claim_create.after_reserve")
         claim = _claim_insert(
@@ -126,7 +142,7 @@ def claim_create(
             entry_id=entry.pk,
             customer_id=customer_id,
             quantity=quantity,
-            reservation=reserved,
+            reservation_id=reserved.id,
         )
     except BaseException:
         # Not committed: the reserved tickets go back to the counter.
@@ -140,6 +156,24 @@ def claim_create(
     admission_slot_release(event_id=tier.event_id, customer_id=customer_id)
     if left < SOLD_OUT_CHECK_BELOW:
         _mark_sold_out_if_none_left(tier.event_id)
+    return claim
+
+
+def _claim_without_redis(
+    *, tier: TierSnapshot, entry_id: object, customer_id: object, quantity: int
+) -> Claim:
+    """Redis is unreachable: no counter, no per-customer lock, the Postgres
+    transaction decides alone. Two claims of one customer meet at the
+    one-purchase index and at the conditional COMPLETED of the queue entry;
+    the ticket rows, taken with SKIP LOCKED, refuse an oversell as always.
+    The admission clock of the event stops (the waiting room is degraded:
+    customers may miss their admission push), and starts again, giving the
+    time back, once a tick finds Redis again."""
+    admission_clock_stop(event_id=tier.event_id)
+    claim = _claim_insert(
+        tier=tier, entry_id=entry_id, customer_id=customer_id, quantity=quantity, reservation_id=""
+    )
+    _mark_sold_out_if_none_left(tier.event_id)
     return claim
 
 
@@ -172,16 +206,24 @@ def _tier_of_event(*, event_id: object, tier_id: object) -> TierSnapshot:
     )
 
 
-def _reserve_after_rebuild(
-    store: InventoryStore, *, tier: TierSnapshot, quantity: int
-) -> tuple[int, Reservation]:
-    """The counter was missing (Redis wiped): rebuild it from Postgres truth
-    and try once more (the lock is already ours)."""
-    try:
-        inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
-        return store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
-    except redis.RedisError as exc:
-        raise Busy("Ticket inventory is briefly unavailable; retry shortly.") from exc
+def _reserve_again(
+    store: InventoryStore, *, tier: TierSnapshot, quantity: int, left: int
+) -> tuple[int, Reservation] | None:
+    """Redis had no counter (it was wiped) or said "not enough": neither is
+    final. Postgres is asked; when it has no free ticket the answer is a
+    final 410. Otherwise the counter is brought back to Postgres truth and
+    the reservation tried once more (the lock is already ours): a second
+    "not enough" means the free rows are held by claims in flight, which may
+    still roll back, so it is "busy, retry". None: Redis went away."""
+    if left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
+        _mark_sold_out_if_none_left(tier.event_id)
+        raise Gone("Sold out.", code="sold_out")
+    inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
+    answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
+    if answer is not None and answer[0] == NOT_ENOUGH and left == CACHE_MISS:
+        # The rebuilt counter says none: ask Postgres, as for any "not enough".
+        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH)
+    return answer
 
 
 def _mark_sold_out_if_none_left(event_id: object) -> None:
@@ -193,15 +235,12 @@ def _finish_quietly(
     store: InventoryStore, reservation: Reservation | None, *, give_back: bool, lock: ClaimLock
 ) -> None:
     """Finish the reservation (if one was made) and release the lock, in one
-    round trip. A Redis failure here is healed by reconciliation (the
-    reservation) and by the lock's expiry."""
-    try:
-        if reservation is None:
-            release_token(lock.key, lock.token)
-        else:
-            store.finish(reservation, give_back=give_back, lock_key=lock.key, lock_token=lock.token)
-    except redis.RedisError:
-        logger.warning("claim cleanup in redis failed; reconciliation heals it")
+    round trip. Best effort: a Redis failure here is healed by reconciliation
+    (the reservation) and by the lock's expiry."""
+    if reservation is None:
+        release_token(lock.key, lock.token)
+    else:
+        store.finish(reservation, give_back=give_back, lock_key=lock.key, lock_token=lock.token)
 
 
 def _claim_insert(
@@ -210,10 +249,11 @@ def _claim_insert(
     entry_id: object,
     customer_id: object,
     quantity: int,
-    reservation: Reservation,
+    reservation_id: str,
 ) -> Claim:
     """One transaction: the claim row with its ticket rows, then the queue
-    entry COMPLETED. Any refusal rolls both back."""
+    entry COMPLETED. Any refusal rolls both back. ``reservation_id`` names
+    the Redis reservation that fronted the claim ("" when there was none)."""
     now = timezone.now()
     claim = Claim(
         id=uuid.uuid4(),
@@ -230,7 +270,7 @@ def _claim_insert(
     )
     try:
         with transaction.atomic():
-            taken = claim_insert(claim, reservation_id=reservation.id, take_tickets=TICKET_GUARD)
+            taken = claim_insert(claim, reservation_id=reservation_id, take_tickets=TICKET_GUARD)
             if TICKET_GUARD and taken < quantity:
                 raise ShortOfTickets
             if not queue_entry_complete(entry_id=entry_id):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-import redis
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -16,6 +15,7 @@ from claims.models import Claim
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
 from fairqueue.errors import InvalidTransition, NotFound
+from fairqueue.locks import pg_lock_timeout
 from inventory.selectors import event_has_free_ticket
 from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
 
@@ -82,7 +82,9 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
         # Someone else moved it first; only CONFIRMED is a success.
         status = Claim.objects.filter(pk=claim.pk).values_list("status", flat=True).first()
         return status == ClaimStatus.CONFIRMED
-    transaction.on_commit(lambda: _inventory_after_reinstate(claim.event_id, claim.tier_id))
+    transaction.on_commit(
+        lambda: _inventory_after_reinstate(claim.event_id, claim.tier_id), robust=True
+    )
     return True
 
 
@@ -91,23 +93,24 @@ def _take_all(claim: Claim) -> None:
         tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=True
     )
     if taken < claim.quantity:
-        # Rows that claims in flight have locked: wait for them (a rare path).
-        taken += tickets_take(
-            tier_id=claim.tier_id,
-            claim_id=claim.pk,
-            quantity=claim.quantity - taken,
-            skip_locked=False,
-        )
+        # Rows that claims in flight have locked: wait for them (a rare path),
+        # no longer than the lock timeout (then the webhook is answered 503
+        # and the gateway delivers it again).
+        with pg_lock_timeout():
+            taken += tickets_take(
+                tier_id=claim.tier_id,
+                claim_id=claim.pk,
+                quantity=claim.quantity - taken,
+                skip_locked=False,
+            )
     if taken < claim.quantity:
         raise ShortOfTickets
 
 
 def _inventory_after_reinstate(event_id: object, tier_id: object) -> None:
     """The tickets were taken without a Redis reservation: bring the counter
-    down to truth now rather than at the next reconciliation."""
-    try:
-        inventory_sync_event(event_id=event_id, tier_ids=[tier_id])
-    except redis.RedisError:
-        logger.warning("inventory resync after re-instatement failed; reconciliation heals")
+    down to truth now rather than at the next reconciliation (which heals it
+    if Redis is unreachable now)."""
+    inventory_sync_event(event_id=event_id, tier_ids=[tier_id])
     if not event_has_free_ticket(event_id=event_id):
         event_mark_sold_out(event_id=event_id)

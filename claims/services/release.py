@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-import redis
 from django.db import transaction
 from django.utils import timezone
 
@@ -59,18 +58,18 @@ def claim_release(
 
 def tickets_returned_on_commit(*, event_id: object, returned: dict[object, int]) -> None:
     """Once the transaction that freed ticket rows commits: the Redis counters
-    get them back and a SOLD_OUT event goes back on sale (admission resumes)."""
+    get them back (best effort: the inventory reconciliation heals a lost
+    give-back, and a sync running meanwhile does not wipe it) and a SOLD_OUT
+    event goes back on sale (admission resumes). The release is committed by
+    then: if this fails (Redis or the event's row lock busy), it is logged
+    and the inventory reconciliation finishes the job."""
 
     def give_back() -> None:
         fault_point("claim_release.after_commit")
         store = inventory_store()
         for tier_id, quantity in returned.items():
-            if quantity <= 0:
-                continue
-            try:
+            if quantity > 0:
                 store.give_back(event_id=event_id, tier_id=tier_id, quantity=quantity)
-            except redis.RedisError:
-                logger.warning("inventory give-back failed; reconciliation will heal it")
         event_mark_available(event_id=event_id)
 
-    transaction.on_commit(give_back)
+    transaction.on_commit(give_back, robust=True)

@@ -15,6 +15,7 @@ from events.services.lifecycle import (
     event_pause,
     event_resume,
     event_update,
+    events_end_due,
 )
 from events.services.sale_status import (
     event_mark_available,
@@ -35,6 +36,7 @@ __all__ = [
     "event_pause",
     "event_resume",
     "event_update",
+    "events_end_due",
     "inventory_reconcile",
     "tier_create",
     "tier_provision_tickets",

@@ -9,12 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from events.domain import EVENT_MACHINE, EventStatus, sale_window_errors
+from events.domain import EVENT_MACHINE, LIVE_STATUSES, EventStatus, sale_window_errors
 from events.models import Event, Organizer
 from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from fairqueue.locks import pg_lock_timeout
 from inventory.services import inventory_sync_event
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,8 @@ def event_update(*, event_id: object, **changes: object) -> Event:
     unknown = sorted(set(changes) - EVENT_EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput("These fields cannot be changed.", details={"fields": unknown})
-    event = Event.objects.select_for_update().filter(pk=event_id).first()
+    with pg_lock_timeout():
+        event = Event.objects.select_for_update().filter(pk=event_id).first()
     if event is None:
         raise NotFound("No such event.", code="event_not_found")
     if event.status == EventStatus.ENDED:
@@ -234,6 +236,26 @@ def event_end(*, event_id: object) -> Event:
     # than reported as a failed end.
     transaction.on_commit(lambda: sale_ended.send(sender=Event, event_id=event.pk), robust=True)
     return event
+
+
+def events_end_due(*, now: datetime | None = None) -> list[str]:
+    """Every live event whose ``sale_end`` has passed is ended through
+    ``event_end`` (so ``sale_ended`` goes out: queueing expires the line and
+    tells everyone). The beat runs it (``events.tasks.sales_end``). Returns
+    the ids this call ended."""
+    now = now or timezone.now()
+    due = Event.objects.filter(status__in=LIVE_STATUSES, sale_end__lte=now).values_list(
+        "id", flat=True
+    )
+    ended: list[str] = []
+    for event_id in due:
+        try:
+            event_end(event_id=event_id)
+        except InvalidTransition:
+            continue  # ended by the organizer meanwhile
+        ended.append(str(event_id))
+        logger.info("sale window closed: event %s ended", event_id)
+    return ended
 
 
 def default_sale_window(now: datetime | None = None) -> tuple[datetime, datetime]:

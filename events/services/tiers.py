@@ -10,6 +10,7 @@ from events.domain import EventStatus
 from events.models import Event, TicketTier
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from fairqueue.locks import pg_lock_timeout
 from inventory.services import inventory_sync_event, tickets_provision
 
 
@@ -38,7 +39,8 @@ def tier_provision_tickets(*, tier: TicketTier) -> None:
     with transaction.atomic():
         # Two saves of one tier must not both count N rows and both add the
         # difference (more Ticket rows than inventory = oversell): one at a time.
-        TicketTier.objects.select_for_update().filter(pk=tier.pk).values_list("pk").first()
+        with pg_lock_timeout():
+            TicketTier.objects.select_for_update().filter(pk=tier.pk).values_list("pk").first()
         tickets_provision(tier_id=tier.pk, inventory=tier.inventory)
     if tier.event.status != EventStatus.DRAFT:
         transaction.on_commit(lambda: inventory_sync_event(event_id=tier.event_id), robust=True)
@@ -70,7 +72,13 @@ def tier_update(
 ) -> TicketTier:
     """Change a tier; its ticket rows follow the new inventory (never below
     the tickets already held)."""
-    tier = TicketTier.objects.select_for_update().select_related("event").filter(pk=tier_id).first()
+    with pg_lock_timeout():
+        tier = (
+            TicketTier.objects.select_for_update()
+            .select_related("event")
+            .filter(pk=tier_id)
+            .first()
+        )
     if tier is None:
         raise NotFound("No such tier.", code="tier_not_found")
     tier_spec_validate(TierSpec(name, price, inventory))

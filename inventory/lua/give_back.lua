@@ -1,7 +1,12 @@
 -- Return released tickets to a tier counter, only if the counter exists: a
 -- missing counter is rebuilt from Postgres on the next miss, and creating it
 -- here would make Redis show fewer free tickets than there are.
--- KEYS[1] counter; ARGV[1] quantity
+-- Every give-back is also tallied per tier (counter or not): a sync that read
+-- Postgres before this release committed adds what was given back since it
+-- began, instead of overwriting it (sync.lua).
+-- KEYS[1] counter, KEYS[2] returned tally (hash: tier id -> tickets given back)
+-- ARGV[1] quantity, ARGV[2] tier id
+redis.call('HINCRBY', KEYS[2], ARGV[2], tonumber(ARGV[1]))
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
 end

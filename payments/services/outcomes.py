@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
-from claims.services import claim_confirm, claim_reinstate, claim_release
+from claims.services import claim_confirm, claim_lock, claim_reinstate, claim_release
+from fairqueue.locks import pg_lock_timeout
 from payments.domain import (
     LIVE_STATUSES,
     EventKind,
@@ -33,7 +34,10 @@ P = PaymentStatus
 
 
 def payment_lock(*, payment_id: object) -> Payment:
-    return Payment.objects.select_for_update().get(pk=payment_id)
+    """The payment row, locked until the caller's transaction ends (a wait
+    past the lock timeout is 503 busy)."""
+    with pg_lock_timeout():
+        return Payment.objects.select_for_update().get(pk=payment_id)
 
 
 def apply_success(
@@ -75,7 +79,7 @@ def apply_success(
             logger.warning("payment %s flagged: %s", payment.reference, reason)
         return payment
 
-    claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+    claim = claim_lock(claim_id=payment.claim_id)
     if claim.status == ClaimStatus.CLAIMED:
         claim_confirm(claim_id=claim.pk)
         payment_transition(payment=payment, target=P.CONFIRMED, actor=actor, reason="paid", **paid)
@@ -133,7 +137,7 @@ def apply_failure(
     ):
         return payment
     if release_claim:
-        claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+        claim = claim_lock(claim_id=payment.claim_id)
         if claim.status == ClaimStatus.CLAIMED:
             claim_release(claim_id=claim.pk, reason=release_reason)
     return payment

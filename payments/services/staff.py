@@ -7,8 +7,7 @@ import uuid
 from django.db import transaction
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.models import Claim
-from claims.services import claim_release
+from claims.services import claim_lock, claim_release
 from fairqueue.errors import InvalidTransition
 from payments.domain import LIVE_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment
@@ -58,7 +57,7 @@ def payment_fail_and_release(*, payment_id: uuid.UUID, actor: str, note: str = "
                 actor=actor,
                 reason="staff gave up on a paid (flagged) payment",
             )
-            claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+            claim = claim_lock(claim_id=payment.claim_id)
             if claim.status == ClaimStatus.CLAIMED:
                 claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
         else:

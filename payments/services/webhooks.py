@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from fairqueue.locks import pg_lock_timeout
 from payments.domain import EventKind
 from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, WebhookReceipt
@@ -40,10 +42,7 @@ def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOut
             len(body),
         )
         raise InvalidSignature()
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        payload = None
+    payload = _parse(body)
     if not isinstance(payload, dict):
         raise MalformedWebhook()
     event = payload.get("event")
@@ -58,11 +57,56 @@ def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOut
     return _apply(event=event, reference=reference, data=data, payload=payload, body=body)
 
 
+_INT64 = 2**63
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        raise ValueError("integer out of range")
+    return value
+
+
+def _not_json(name: str) -> float:
+    raise ValueError(name)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _parse(body: bytes) -> Any:
+    """The body's JSON, or None when it is not JSON that Postgres can store
+    and Python can use: ``NaN``/``Infinity`` (Python's parser takes them,
+    JSON has no such thing), a float that overflows, an integer outside 64
+    bits (no amount or id is; a bigint column refuses it), or a ``\\u0000``
+    (jsonb and text refuse it). Any of these is a 400, never a 500."""
+    try:
+        payload = json.loads(body, parse_constant=_not_json, parse_float=_finite, parse_int=_int64)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return None if _has_nul(payload) else payload
+
+
 def _apply(
     *, event: str, reference: str, data: dict[str, Any], payload: dict[str, Any], body: bytes
 ) -> WebhookOutcome:
     with transaction.atomic():
-        payment = Payment.objects.select_for_update().filter(reference=reference).first()
+        with pg_lock_timeout():
+            payment = Payment.objects.select_for_update().filter(reference=reference).first()
         if payment is None:
             # Not ours (another integration on the same gateway account):
             # answer 200 so the gateway does not retry it forever.

@@ -1,19 +1,26 @@
 -- Move customers Postgres has just admitted from the waiting line to the
--- admitted set (atomically: nobody sees them in both or in neither), count
--- them as served, and record the tick for the measured admission rate.
+-- admitted set (atomically: nobody sees them in both or in neither), set the
+-- served counter, and record the tick for the measured admission rate.
+-- The served total comes from Postgres (counted under the event's row lock),
+-- so a counter re-made from Postgres after a flush is never counted twice;
+-- it only ever grows (two ticks' scripts may arrive out of order).
 -- KEYS[1] waiting zset, KEYS[2] admitted zset, KEYS[3] served counter,
 -- KEYS[4] tick samples list, KEYS[5] admission rate
 -- ARGV[1] admission expiry (ms), ARGV[2] now (ms), ARGV[3] tick duration (ms),
--- ARGV[4] interval (ms), ARGV[5] rate window (ms), ARGV[6..] customer ids
--- Returns {served total or -1 when the counter is missing, rate as a string}
-local n = #ARGV - 5
-for i = 6, #ARGV do
+-- ARGV[4] interval (ms), ARGV[5] rate window (ms), ARGV[6] served total in
+-- Postgres, ARGV[7..] customer ids
+-- Returns {served total, rate as a string}
+local n = #ARGV - 6
+for i = 7, #ARGV do
   redis.call('ZREM', KEYS[1], ARGV[i])
   redis.call('ZADD', KEYS[2], ARGV[1], ARGV[i])
 end
-local served = -1
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  served = redis.call('INCRBY', KEYS[3], n)
+local served = tonumber(ARGV[6])
+local current = tonumber(redis.call('GET', KEYS[3]) or '-1')
+if current > served then
+  served = current
+else
+  redis.call('SET', KEYS[3], served)
 end
 local now = tonumber(ARGV[2])
 local interval = tonumber(ARGV[4])

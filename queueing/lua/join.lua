@@ -1,6 +1,13 @@
 -- Put a customer in the waiting line and answer in the same round trip.
--- KEYS[1] waiting zset, KEYS[2] admission rate, KEYS[3] served counter
+-- A tick may already have admitted them (their Postgres row was committed
+-- before this add, and the tick moved them to the admitted set): then they
+-- stay out of the line, or they would show as waiting while admitted.
+-- KEYS[1] waiting zset, KEYS[2] admission rate, KEYS[3] served counter, KEYS[4] admitted zset
 -- ARGV[1] score (the QueueEntry.score already committed to Postgres), ARGV[2] customer id
--- Returns {rank (0-based), rate or false, served or false}
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-return {redis.call('ZRANK', KEYS[1], ARGV[2]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
+-- Returns {rank (0-based) or -1 when already admitted, rate or false, served or false}
+local rank = -1
+if not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+  rank = redis.call('ZRANK', KEYS[1], ARGV[2])
+end
+return {rank, redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}

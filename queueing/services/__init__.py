@@ -1,7 +1,10 @@
 """Writes of the waiting room, the only place that changes queue entries.
 
 - ``join``: joining, leaving, position;
-- ``admission``: the admission tick (pre-queue shuffle, expiry, next batch);
+- ``admission``: the admission tick (expiry, next batch);
+- ``prequeue``: the pre-queue shuffle at sale start;
+- ``clock``: the admission clock (windows do not run out while the waiting
+  room is degraded);
 - ``admission_check``: the claim step's side (token still good, used up);
 - ``close``: the end of a sale;
 - ``rebuild`` / ``reconcile``: Redis back from Postgres.
@@ -14,13 +17,13 @@ from queueing.services.admission import (
     admission_tick_all,
     admission_tick_event,
     admissions_expire,
-    prequeue_shuffle,
 )
 from queueing.services.admission_check import (
     admission_slot_release,
     admission_verify,
     queue_entry_complete,
 )
+from queueing.services.clock import admission_clock_stop
 from queueing.services.close import queue_close
 from queueing.services.join import (
     JoinBar,
@@ -31,6 +34,7 @@ from queueing.services.join import (
     queue_join,
     queue_position,
 )
+from queueing.services.prequeue import prequeue_shuffle
 from queueing.services.rebuild import queue_rebuild
 from queueing.services.reconcile import queue_reconcile_all, queue_reconcile_event
 
@@ -38,6 +42,7 @@ __all__ = [
     "JoinBar",
     "JoinResult",
     "PositionResult",
+    "admission_clock_stop",
     "admission_slot_release",
     "admission_tick_all",
     "admission_tick_event",

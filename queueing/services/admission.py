@@ -26,22 +26,23 @@ Postgres decides and commits first; Redis follows.
   waits for the first to commit and then counts its admissions.
 * Re-running a tick is idempotent: the UPDATE only moves WAITING rows, the Lua
   move of a customer already moved changes nothing.
+* The served total is counted in Postgres in the admitting transaction
+  (``AdmissionState.served``) and Redis is set to it, never incremented: a
+  counter re-made from Postgres after a flush is never counted twice.
 
-Expiry follows the same rule: ADMITTED -> EXPIRED in Postgres, then ZREM.
+Expiry follows the same rule: ADMITTED -> EXPIRED in Postgres, then ZREM; and
+only while the event's admission clock runs (``clock.py``): a Redis outage or
+a stalled beat does not eat anyone's window.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
 
-import redis
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -50,16 +51,23 @@ from events.domain import EventStatus
 from events.models import Event
 from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
-from fairqueue.locks import redis_lock
+from fairqueue.locks import pg_lock_timeout, redis_lock
 from inventory.selectors import event_free_tickets
-from queueing.domain import QueueStatus, admission_capacity
+from queueing.domain import EndReason, QueueStatus, admission_capacity
 from queueing.models import QueueEntry
 from queueing.pushes import send_expired, send_many
+from queueing.services.clock import (
+    WINDOW_OPEN_SQL,
+    ClockAnswer,
+    admission_clock_advance,
+    admission_served_add,
+    admission_state_ensure,
+)
+from queueing.services.prequeue import prequeue_shuffle, prequeue_to_redis
 from queueing.store import queue_store
-from queueing.tokens import admission_tokens_issue
+from queueing.tokens import admission_token_issue, admission_tokens_issue
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 RATE_WINDOW_SECONDS = 60.0
 _TABLE = QueueEntry._meta.db_table
@@ -81,17 +89,12 @@ WHERE id = ANY(ARRAY(
 RETURNING id, customer_id
 """  # noqa: S608
 
+# Lapsed windows only: not one the admission clock keeps open (clock.py).
 _EXPIRE_SQL = f"""
-UPDATE {_TABLE} SET status = %s, finished_at = %s
-WHERE event_id = %s AND status = %s AND admission_expires_at <= %s
+UPDATE {_TABLE} SET status = %(expired)s, finished_at = %(now)s, end_reason = %(reason)s
+WHERE event_id = %(event_id)s AND status = %(admitted)s AND admission_expires_at <= %(now)s
+  AND NOT {WINDOW_OPEN_SQL}
 RETURNING id, customer_id
-"""  # noqa: S608
-
-# The shuffled pre-queue order, written in one statement: entry i gets score i.
-_SHUFFLE_SQL = f"""
-UPDATE {_TABLE} AS q SET score = s.rank
-FROM unnest(%s::uuid[], %s::bigint[]) AS s(id, rank)
-WHERE q.id = s.id AND q.status = %s
 """  # noqa: S608
 
 
@@ -106,16 +109,6 @@ class TickReport:
     served: int | None = None
     rate: float | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
-
-
-def _redis_quietly(what: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T | None:
-    """A Redis step that may fail without stopping admission: Postgres has
-    the truth, the rebuild and the reconciliation bring Redis back."""
-    try:
-        return fn(*args, **kwargs)
-    except redis.RedisError:
-        logger.warning("%s: redis unavailable; reconciliation will heal", what)
-        return None
 
 
 def _lock_wait_seconds() -> float:
@@ -136,86 +129,31 @@ def _ms(dt: datetime) -> int:
     return int(dt.timestamp() * 1000)
 
 
-# --- pre-queue shuffle ---------------------------------------------------------
-
-
-def prequeue_shuffle(*, event_id: uuid.UUID | str, now: datetime | None = None) -> int:
-    """Once, at the first tick at or after sale start: the pre-queue's WAITING
-    entries get a random permutation of 1..N as their score (ahead of every
-    later joiner, whose score is a time in microseconds). Postgres first, in
-    the same transaction as the ``prequeue_shuffled_at`` mark; Redis after,
-    marked so a crash in between is repaired by the next tick."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        marked = Event.objects.filter(
-            pk=event_id,
-            prequeue_opens_at__isnull=False,
-            prequeue_shuffled_at__isnull=True,
-            sale_start__lte=now,
-        ).update(prequeue_shuffled_at=now)
-        if not marked:
-            return 0
-        ids = list(
-            QueueEntry.objects.filter(
-                event_id=event_id, status=QueueStatus.WAITING, prequeue=True
-            ).values_list("id", flat=True)
-        )
-        random.SystemRandom().shuffle(ids)
-        if ids:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    _SHUFFLE_SQL,
-                    [ids, list(range(1, len(ids) + 1)), QueueStatus.WAITING.value],
-                )
-    fault_point("queue.prequeue.after_commit")
-    _redis_quietly("pre-queue shuffle", prequeue_to_redis, event_id=event_id)
-    logger.info("pre-queue shuffled event=%s entries=%s", event_id, len(ids))
-    return len(ids)
-
-
-def prequeue_to_redis(*, event_id: uuid.UUID | str) -> int:
-    """Copy the shuffled pre-queue scores from Postgres to the waiting set
-    (only members already there: a missing set is the rebuild's job)."""
-    store = queue_store()
-    rows = QueueEntry.objects.filter(
-        event_id=event_id, status=QueueStatus.WAITING, prequeue=True
-    ).values_list("customer_id", "score")
-    sent = store.add_many(
-        key=store.waiting_key(event_id),
-        members=((str(c), s) for c, s in rows.iterator(chunk_size=10_000)),
-        only_existing=True,
-    )
-    store.shuffle_mark(event_id=event_id)
-    return sent
-
-
 # --- expiry and admission -----------------------------------------------------
 
 
 def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None) -> int:
     """ADMITTED past the window -> EXPIRED (Postgres), out of the admitted
-    set (Redis), and each customer told. Their slots count as free again."""
+    set (Redis), and each customer told. Their slots count as free again.
+    A window the stopped admission clock keeps open does not expire."""
     now = now or timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
             _EXPIRE_SQL,
-            [
-                QueueStatus.EXPIRED.value,
-                now,
-                event_id,
-                QueueStatus.ADMITTED.value,
-                now,
-            ],
+            {
+                "expired": QueueStatus.EXPIRED.value,
+                "now": now,
+                "reason": EndReason.ADMISSION_WINDOW.value,
+                "event_id": event_id,
+                "admitted": QueueStatus.ADMITTED.value,
+            },
         )
         rows = cursor.fetchall()
     if not rows:
         return 0
     customers = [str(customer_id) for _, customer_id in rows]
-    try:
-        queue_store().release_admitted(event_id=event_id, customer_ids=customers)
-    except redis.RedisError:
-        logger.warning("admission expiry: redis unavailable; reconciliation will heal")
-    send_expired(event_id=event_id, customer_ids=customers, reason="admission_window")
+    queue_store().release_admitted(event_id=event_id, customer_ids=customers)
+    send_expired(event_id=event_id, customer_ids=customers, reason=EndReason.ADMISSION_WINDOW.value)
     logger.info("admissions expired event=%s count=%s", event_id, len(rows))
     return len(rows)
 
@@ -223,23 +161,34 @@ def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None)
 def _event_locked_for_admission(event_id: uuid.UUID | str) -> Event | None:
     """The guard against two ticks admitting at once: the event row, locked
     until the admitting transaction commits (``FOR NO KEY UPDATE`` so joins,
-    whose foreign key takes ``FOR KEY SHARE``, are not blocked)."""
-    return Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
+    whose foreign key takes ``FOR KEY SHARE``, are not blocked). A wait past
+    ``DB_LOCK_TIMEOUT_MS`` is Busy: the tick of this event is skipped."""
+    with pg_lock_timeout():
+        return Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
 
 
-def _admit_in_postgres(
-    *, event_id: uuid.UUID | str, now: datetime
-) -> tuple[Event | None, int, list[tuple[uuid.UUID, uuid.UUID]], datetime]:
-    """One short transaction: lock the event row, count, admit. Returns
-    (event, capacity, [(entry id, customer id)], expiry)."""
+@dataclass
+class Admitted:
+    event: Event | None
+    capacity: int = 0
+    rows: list[tuple[uuid.UUID, uuid.UUID]] = field(default_factory=list)  # (entry, customer)
+    expires_at: datetime | None = None
+    served: int = 0  # admitted so far, in Postgres, this tick included
+
+
+def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
+    """One short transaction: lock the event row, count, admit, count served."""
     with transaction.atomic():
         event = _event_locked_for_admission(event_id)
         if event is None or event.status != EventStatus.ACTIVE:
-            return event, 0, [], now
+            return Admitted(event)
         if not (event.sale_start <= now < event.sale_end):
-            return event, 0, [], now
+            return Admitted(event)
+        admission_state_ensure(event_id=event_id)  # before the admissions it counts
+        # Every ADMITTED entry holds a slot: the lapsed ones were just expired,
+        # and the ones a stopped admission clock keeps open still hold theirs.
         admitted_now = QueueEntry.objects.filter(
-            event_id=event_id, status=QueueStatus.ADMITTED, admission_expires_at__gt=now
+            event_id=event_id, status=QueueStatus.ADMITTED
         ).count()
         free = event_free_tickets(event_id=event_id)
         capacity = admission_capacity(
@@ -249,7 +198,7 @@ def _admit_in_postgres(
             free_tickets=free,
         )
         if capacity == 0:
-            return event, 0, [], now
+            return Admitted(event)
         # Whole seconds: the admission token's expiry (JWT ``exp``) is then
         # exactly the admitted-set score, which admission_verify compares.
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
@@ -269,11 +218,8 @@ def _admit_in_postgres(
                 ],
             )
             rows = cursor.fetchall()
-    return event, capacity, rows, expires_at
-
-
-def _served_total(event_id: uuid.UUID | str) -> int:
-    return QueueEntry.objects.filter(event_id=event_id, admitted_at__isnull=False).count()
+        served = admission_served_add(event_id=event_id, admitted=len(rows))
+    return Admitted(event, capacity, rows, expires_at, served)
 
 
 def admission_tick_event(*, event_id: uuid.UUID | str, use_lock: bool = True) -> TickReport:
@@ -310,47 +256,52 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
     ):
         report.skipped = "not_live"
         return
+    redis_up = store.ping()
 
     if event.prequeue_opens_at is not None and event.sale_start <= now:
         if event.prequeue_shuffled_at is None:
             report.shuffled = prequeue_shuffle(event_id=event_id, now=now)
-        elif (
-            _redis_quietly("shuffle check", store.shuffle_reached_redis, event_id=event_id) is False
-        ):
+        elif redis_up and store.shuffle_reached_redis(event_id=event_id) is False:
             # a crash came between the Postgres shuffle and Redis
-            _redis_quietly("pre-queue shuffle", prequeue_to_redis, event_id=event_id)
+            prequeue_to_redis(event_id=event_id)
 
-    report.expired = admissions_expire(event_id=event_id, now=now)
+    with transaction.atomic():
+        if _event_locked_for_admission(event_id) is None:
+            report.skipped = "not_live"
+            return
+        clock = admission_clock_advance(event_id=event_id, now=now, redis_up=redis_up)
+    if clock.given_back:
+        _windows_given_back(event_id, clock)
+    if clock.running:
+        report.expired = admissions_expire(event_id=event_id, now=now)
     t_expire = time.perf_counter()
 
-    event, capacity, rows, expires_at = _admit_in_postgres(event_id=event_id, now=now)
-    report.capacity = capacity
+    admitted = _admit_in_postgres(event_id=event_id, now=now)
+    event, rows, expires_at = admitted.event, admitted.rows, admitted.expires_at
+    report.capacity = admitted.capacity
     t_pg = time.perf_counter()
     fault_point("queue.admit.after_commit")
-    if event is None or event.status != EventStatus.ACTIVE:
+    if event is None or event.status != EventStatus.ACTIVE or expires_at is None:
         report.skipped = "not_active"
         return
 
-    customers = [str(customer_id) for _, customer_id in rows]
-    try:
-        served, rate = store.admit(
-            event_id=event_id,
-            customer_ids=customers,
-            expires_ms=_ms(expires_at),
-            now_ms=_ms(now),
-            duration_ms=int((t_pg - started) * 1000),
-            interval_ms=int(settings.ADMISSION_INTERVAL_SECONDS * 1000),
-            window_ms=int(max(RATE_WINDOW_SECONDS, settings.ADMISSION_INTERVAL_SECONDS * 3) * 1000),
-        )
-        if served is None:
-            served = _served_total(event_id)
-            store.served_init(event_id=event_id, served=served)
-    except redis.RedisError:
+    moved = store.admit(
+        event_id=event_id,
+        customer_ids=[str(customer_id) for _, customer_id in rows],
+        served=admitted.served,
+        expires_ms=_ms(expires_at),
+        now_ms=_ms(now),
+        duration_ms=int((t_pg - started) * 1000),
+        interval_ms=int(settings.ADMISSION_INTERVAL_SECONDS * 1000),
+        window_ms=int(max(RATE_WINDOW_SECONDS, settings.ADMISSION_INTERVAL_SECONDS * 3) * 1000),
+    )
+    if moved is None:
         # Postgres has committed the admissions; the rebuild/reconciliation
         # moves them in Redis, and the position endpoint hands out the tokens.
-        logger.warning("admission: redis unavailable after commit event=%s", event_id)
-        report.admitted, report.skipped = len(rows), "redis_unavailable"
+        report.admitted, report.served = len(rows), admitted.served
+        report.skipped = "redis_unavailable"
         return
+    served, rate = moved
     t_redis = time.perf_counter()
 
     expires_iso = expires_at.isoformat()
@@ -399,10 +350,40 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
             "admitted event=%s count=%s capacity=%s served=%s timings=%s",
             event_id,
             len(rows),
-            capacity,
+            admitted.capacity,
             served,
             report.timings_ms,
         )
+
+
+def _windows_given_back(event_id: uuid.UUID | str, clock: ClockAnswer) -> None:
+    """After the clock gave windows back (committed): the admitted set gets
+    the new expiries, and each customer is told their window, with a token
+    that carries it (best effort, as every push; the position endpoint
+    answers the same)."""
+    queue_store().admitted_rescore(
+        event_id=event_id,
+        members=((str(customer_id), _ms(until)) for _, customer_id, until in clock.given_back),
+    )
+    send_many(
+        [
+            (
+                customer_group(event_id, customer_id),
+                {
+                    "type": "admitted",
+                    "event_id": str(event_id),
+                    "admission_token": admission_token_issue(
+                        event_id=event_id,
+                        customer_id=customer_id,
+                        queue_entry_id=entry_id,
+                        expires_at=until,
+                    ),
+                    "admission_expires_at": until.isoformat(),
+                },
+            )
+            for entry_id, customer_id, until in clock.given_back
+        ]
+    )
 
 
 def admission_tick_all() -> list[TickReport]:

@@ -6,38 +6,47 @@ import logging
 import uuid
 from typing import Any
 
-import redis
-from django.db import transaction
+from django.db import connection
 from django.utils import timezone
 
-from queueing.domain import LIVE_STATUSES, QueueStatus
+from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus
 from queueing.models import QueueEntry
 from queueing.pushes import send_expired
 from queueing.store import queue_store
 
 logger = logging.getLogger(__name__)
 
+_CLOSE_SQL = f"""
+UPDATE {QueueEntry._meta.db_table}
+SET status = %(expired)s, finished_at = %(now)s, end_reason = %(reason)s
+WHERE event_id = %(event_id)s AND status = ANY(%(live)s)
+RETURNING customer_id
+"""  # noqa: S608
+
 
 def queue_close(*, event_id: uuid.UUID | str) -> int:
-    """Everyone still WAITING or ADMITTED becomes EXPIRED (the sale ended).
-    Postgres first, then the Redis sets go. Returns how many entries closed."""
-    now = timezone.now()
-    with transaction.atomic():
-        admitted = list(
-            QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.ADMITTED).values_list(
-                "customer_id", flat=True
-            )
+    """Everyone still WAITING or ADMITTED becomes EXPIRED with the reason
+    ``sale_ended`` (one statement), then the Redis sets go and each of them
+    gets the ``expired`` push (once per sale, so one message per customer is
+    fine here). A reconciliation that read the line before this committed
+    does not bring it back: it drops the sets of an event that is no longer
+    live after writing them (reconcile.py). Returns how many entries closed."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CLOSE_SQL,
+            {
+                "expired": QueueStatus.EXPIRED.value,
+                "now": timezone.now(),
+                "reason": EndReason.SALE_ENDED.value,
+                "event_id": event_id,
+                "live": [s.value for s in LIVE_STATUSES],
+            },
         )
-        closed = QueueEntry.objects.filter(event_id=event_id, status__in=LIVE_STATUSES).update(
-            status=QueueStatus.EXPIRED, finished_at=now
-        )
-    try:
-        queue_store().drop_event(event_id=event_id)
-    except redis.RedisError:
-        logger.warning("queue close: redis unavailable; reconciliation will drop the sets")
-    send_expired(event_id=event_id, customer_ids=admitted, reason="sale_ended")
-    logger.info("queue closed event=%s expired=%s", event_id, closed)
-    return closed
+        closed = [str(customer_id) for (customer_id,) in cursor.fetchall()]
+    queue_store().drop_event(event_id=event_id)
+    send_expired(event_id=event_id, customer_ids=closed, reason=EndReason.SALE_ENDED.value)
+    logger.info("queue closed event=%s expired=%s", event_id, len(closed))
+    return len(closed)
 
 
 def on_sale_ended(sender: Any, *, event_id: uuid.UUID | str, **kwargs: Any) -> None:

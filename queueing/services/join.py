@@ -1,5 +1,7 @@
 """Joining and leaving the waiting line, and where a customer stands in it.
-Postgres is written first, Redis second (invariant 2)."""
+Postgres is written first, Redis second (invariant 2). Redis answers the hot
+questions; Postgres answers whenever Redis cannot (unreachable, wiped, or a
+customer it shows as admitted, whose token only Postgres can mint)."""
 
 from __future__ import annotations
 
@@ -11,22 +13,24 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
 from fairqueue.errors import AppError, Conflict, InvalidTransition, NotFound, Unauthenticated
-from queueing.domain import LIVE_STATUSES, QueueStatus, eta_seconds
+from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus, eta_seconds
 from queueing.models import QueueEntry
 from queueing.selectors import (
     EventSnapshot,
+    admission_window_open,
     entry_latest,
     event_snapshot,
     event_snapshot_forget,
     fallback_rate,
     waiting_rank,
 )
+from queueing.services.clock import admission_clock_stop
 from queueing.store import queue_store
 from queueing.tokens import admission_token_issue
 
@@ -50,6 +54,7 @@ class PositionResult:
     served: int | None = None
     admission_token: str | None = None
     admission_expires_at: datetime | None = None
+    reason: str | None = None  # EXPIRED: why (EndReason)
 
 
 def _now_us() -> int:
@@ -151,20 +156,38 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         assert _bar is not None
         raise _bar.error(event.id, customer_id)
 
-    try:
-        answer = queue_store().join(event_id=event.id, customer_id=customer_id, score=score)
-    except redis.RedisError:
+    store = queue_store()
+    answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
+    if answer is None:
         # The row is committed: the reconciliation re-adds it to Redis. The
         # position still comes, from Postgres.
-        logger.warning("queue join: redis unavailable, position from postgres", exc_info=True)
+        admission_clock_stop(event_id=event.id)
         entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
         position = waiting_rank(entry=entry) + 1
         eta = _eta(event, position, None)
         return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None)
+    if answer.rank is None:
+        # A tick admitted the customer before this add reached Redis.
+        return JoinResult(entry_id, QueueStatus.ADMITTED, None, 0, answer.served)
+    if prequeue and timezone.now() >= event.sale_start:
+        # The sale started while this pre-queue join was on its way: the
+        # shuffle may have given the entry its rank after (and then written
+        # Redis before) this add. Postgres has the score that counts.
+        _prequeue_score_to_redis(entry_id=entry_id, event_id=event.id, customer_id=customer_id)
     position = answer.rank + 1
     return JoinResult(
         entry_id, QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
     )
+
+
+def _prequeue_score_to_redis(*, entry_id: uuid.UUID, event_id: object, customer_id: object) -> None:
+    row = (
+        QueueEntry.objects.filter(pk=entry_id, status=QueueStatus.WAITING)
+        .values_list("score", flat=True)
+        .first()
+    )
+    if row is not None:
+        queue_store().rescore(event_id=event_id, customer_id=customer_id, score=row)
 
 
 def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> None:
@@ -181,10 +204,7 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
             f"Only a waiting place can be given up (it is {entry.status}).",
             details={"from": entry.status, "to": QueueStatus.ABANDONED.value},
         )
-    try:
-        queue_store().leave(event_id=event_id, customer_id=customer_id)
-    except redis.RedisError:
-        logger.warning("queue abandon: redis unavailable; reconciliation will drop it")
+    queue_store().leave(event_id=event_id, customer_id=customer_id)
 
 
 def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
@@ -207,14 +227,15 @@ def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
 
 def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> PositionResult:
     """Exact rank from the sorted set; Postgres answers when Redis is down or
-    does not know the customer."""
+    does not know the customer, for a customer Redis shows as admitted (the
+    token is minted from the entry), and once the sale is no longer live."""
     event = _event_for_queue(event_id)
     answer = None
-    try:
+    if event.status in EVENT_LIVE_STATUSES:
         answer = queue_store().position(event_id=event.id, customer_id=customer_id)
-    except redis.RedisError:
-        logger.warning("queue position: redis unavailable, answering from postgres")
-    if answer is not None and answer.rank is not None:
+        if answer is None:
+            admission_clock_stop(event_id=event.id)
+    if answer is not None and answer.rank is not None and answer.admitted_until_ms is None:
         position = answer.rank + 1
         return PositionResult(
             QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
@@ -228,7 +249,17 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
         return PositionResult(
             QueueStatus.WAITING, position, _eta(event, position, answer and answer.rate), served
         )
-    if entry.status == QueueStatus.ADMITTED and entry.admission_expires_at > timezone.now():
+    now = timezone.now()
+    if admission_window_open(entry=entry, now=now):
         return _admitted_answer(entry, served)
-    status = QueueStatus.EXPIRED if entry.status == QueueStatus.ADMITTED else entry.status
-    return PositionResult(status=status, position=None, eta_seconds=None, served=served)
+    if entry.status == QueueStatus.ADMITTED:  # lapsed; the tick has not expired it yet
+        return PositionResult(
+            QueueStatus.EXPIRED, None, None, served, reason=EndReason.ADMISSION_WINDOW.value
+        )
+    return PositionResult(
+        status=entry.status,
+        position=None,
+        eta_seconds=None,
+        served=served,
+        reason=entry.end_reason or None,
+    )

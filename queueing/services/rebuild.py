@@ -4,7 +4,9 @@
 ``queue_reconcile_event`` (reconcile.py) also drops what Postgres no longer
 has (beat). Both compare sizes first, so they cost two COUNTs and two ZCARDs
 when nothing diverged, and stream the rows in pipelined batches of 10,000
-when it did.
+when it did. Both hold the event's admission lock while they write: rows read
+before a tick admitted someone must not put them back in the line after the
+tick moved them (issue 11, defect 4).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from django.db import connection
 
 from events.models import Event
+from fairqueue.locks import redis_lock
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import REBUILD_BATCH, queue_store
@@ -59,16 +62,36 @@ def count(event_id: uuid.UUID | str, status: QueueStatus) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=status).count()
 
 
+# The admission lock of an event (taken by its tick and its reconciliation):
+# how long a rebuild waits for it, and holds it at most.
+REBUILD_LOCK_WAIT_S = 10.0
+REBUILD_LOCK_TTL_S = 120.0
+
+
 def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
     """Re-add the waiting and admitted sets where Redis has fewer members
-    than Postgres, with their exact scores (so the exact order). Idempotent:
-    ZADD of the same member and score changes nothing."""
+    than Postgres, with their exact scores (so the exact order), under the
+    event's admission lock. Idempotent: ZADD of the same member and score
+    changes nothing. Raises RedisUnavailable when Redis goes away midway."""
+    store = queue_store()
+    with redis_lock(
+        store.lock_key(event_id), ttl_s=REBUILD_LOCK_TTL_S, wait_s=REBUILD_LOCK_WAIT_S
+    ) as held:
+        if held is None:
+            return {"skipped": "locked"}
+        return _rebuild(event_id)
+
+
+def _rebuild(event_id: uuid.UUID | str) -> dict:
     store = queue_store()
     started = time.perf_counter()
     report: dict = {"waiting_added": 0, "admitted_added": 0}
+    sizes = store.sizes(event_id=event_id)
+    if sizes is None:
+        return {"skipped": "redis_unavailable"}
+    waiting_redis, admitted_redis = sizes
     waiting_pg = count(event_id, QueueStatus.WAITING)
     admitted_pg = count(event_id, QueueStatus.ADMITTED)
-    waiting_redis, admitted_redis = store.sizes(event_id=event_id)
     if waiting_redis < waiting_pg:
         report["waiting_added"] = store.add_many(
             key=store.waiting_key(event_id), members=waiting_rows(event_id)
@@ -78,6 +101,8 @@ def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
             key=store.admitted_key(event_id), members=admitted_rows(event_id)
         )
     if store.served(event_id=event_id) is None:
+        # The tick sets the counter from Postgres' own total (never adds to
+        # it), so a count made here cannot be counted twice.
         store.served_init(
             event_id=event_id,
             served=QueueEntry.objects.filter(event_id=event_id, admitted_at__isnull=False).count(),

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import timedelta
 
-import redis
 from django.conf import settings
+from django.utils import timezone
 
+from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import EventStatus
 from events.models import Event
 from fairqueue.locks import redis_lock
+from fairqueue.redis import RedisUnavailable
 from queueing.domain import LIVE_STATUSES, QueueStatus
 from queueing.models import QueueEntry
 from queueing.services.close import queue_close
@@ -19,6 +22,9 @@ from queueing.services.rebuild import admitted_rows, count, waiting_rows
 from queueing.store import queue_store
 
 RECONCILE_LOCK_TTL_S = 120.0
+# Ended events whose Redis sets the reconciliation drops again (a write that
+# raced the end of the sale may have put them back).
+ENDED_SWEEP = timedelta(hours=1)
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +61,19 @@ def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None
     right size is left alone. Equal sizes can still hide a swap (one member
     lost, one stale), so every ``QUEUE_FULL_RECONCILE_SECONDS`` (default 300)
     a full pass re-sends every member and scans for stale ones. Runs under
-    the admission lock so it never interleaves with a tick of the same event."""
+    the admission lock so it never interleaves with a tick of the same event.
+
+    The rows it writes were read before the writes: if the sale ended
+    meanwhile (``queue_close`` deleted the sets), they would bring an ended
+    line back. So after writing, it looks at the event again and drops the
+    sets of one that is no longer live (issue 11, defect 3). Raises
+    RedisUnavailable when Redis goes away midway."""
     store = queue_store()
     with redis_lock(store.lock_key(event_id), ttl_s=RECONCILE_LOCK_TTL_S) as held:
         if held is None:
             return {"skipped": "locked"}
+        if not held.in_redis:
+            return {"skipped": "redis_unavailable"}
         if full is None:
             every = int(getattr(settings, "QUEUE_FULL_RECONCILE_SECONDS", 300))
             full = store.full_check_due(event_id=event_id, every_seconds=every)
@@ -70,31 +84,34 @@ def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None
         )
         for key, status, rows, label in checks:
             in_pg = count(event_id, status)
-            if not full and store.r.zcard(key) == in_pg:
+            if not full and store.size(key=key) == in_pg:
                 continue
             if in_pg:
                 report[label] = store.add_many(key=key, members=rows(event_id))
             held.renew()
-            if store.r.zcard(key) > in_pg:
+            if store.size(key=key) > in_pg:
                 report["dropped"] += _drop_stale(event_id, key, status)
             held.renew()
-        if report["waiting_added"] or report["admitted_added"] or report["dropped"]:
+        wrote = report["waiting_added"] or report["admitted_added"]
+        if wrote and not Event.objects.filter(pk=event_id, status__in=EVENT_LIVE_STATUSES).exists():
+            store.drop_event(event_id=event_id)
+            report["ended"] = True
+        if wrote or report["dropped"]:
             logger.warning("queue reconciled event=%s %s", event_id, report)
         return report
 
 
 def queue_reconcile_all() -> dict[str, dict]:
-    """Every live event; and entries left live on ended events (a join that
-    raced ``event_end``) are closed."""
+    """Every live event; entries left live on ended events (a join that
+    raced ``event_end``) are closed; and the Redis sets of events that ended
+    in the last hour are dropped again."""
     reports: dict[str, dict] = {}
-    live = Event.objects.filter(
-        status__in=[EventStatus.ACTIVE, EventStatus.PAUSED, EventStatus.SOLD_OUT]
-    ).values_list("id", flat=True)
+    live = Event.objects.filter(status__in=EVENT_LIVE_STATUSES).values_list("id", flat=True)
     for event_id in live:
         try:
             reports[str(event_id)] = queue_reconcile_event(event_id=event_id)
-        except redis.RedisError:
-            logger.warning("queue reconcile: redis unavailable event=%s", event_id)
+        except RedisUnavailable:
+            reports[str(event_id)] = {"skipped": "redis_unavailable"}
     ended_with_live = (
         QueueEntry.objects.filter(
             status__in=LIVE_STATUSES,
@@ -105,4 +122,10 @@ def queue_reconcile_all() -> dict[str, dict]:
     )
     for event_id in ended_with_live:
         reports[str(event_id)] = {"closed": queue_close(event_id=event_id)}
+    recently_ended = Event.objects.filter(
+        status=EventStatus.ENDED, updated_at__gte=timezone.now() - ENDED_SWEEP
+    ).values_list("id", flat=True)
+    store = queue_store()
+    for event_id in recently_ended:
+        store.drop_event(event_id=event_id)
     return reports

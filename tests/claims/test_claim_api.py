@@ -151,13 +151,24 @@ def test_a_held_claim_lock_is_409_claim_in_progress(api, tier, buyer):
     assert_nothing_claimed(tier, buyer, counter_value=10)
 
 
-def test_sold_out_in_redis_is_410(api, tier, buyer):
+def test_sold_out_in_redis_and_postgres_is_410(api, tier, buyer):
+    Ticket.objects.filter(tier=tier).delete()  # none left in Postgres either
     counter_key = f"fq:{{{tier.event_id}}}:tier:{tier.id}:available"
     queue_store().r.set(counter_key, 0)
     response = claim(api, tier, buyer)
     assert response.status_code == 410
     assert response.json()["error"]["code"] == "sold_out"
     assert_nothing_claimed(tier, buyer, counter_value=0)
+
+
+def test_sold_out_in_redis_alone_is_not_final(api, tier, buyer):
+    """Redis lost a give-back: Postgres still has the tickets (issue 11)."""
+    counter_key = f"fq:{{{tier.event_id}}}:tier:{tier.id}:available"
+    queue_store().r.set(counter_key, 0)
+    response = claim(api, tier, buyer)
+    assert response.status_code == 201, response.json()
+    assert Ticket.objects.filter(tier=tier, claim__isnull=True).count() == 9
+    assert counter(tier) == 9
 
 
 @pytest.mark.parametrize("quantity", [0, -1, 2])

@@ -66,7 +66,9 @@ def test_crash_between_commit_and_redis_heals_within_one_reconcile(faults):
     assert len(in_flight(tier)) == 1
     # A sync that trusted the stale reservation would hide a free ticket:
     store = inventory_store()
-    assert store.sync(event_id=tier.event_id, tier_id=tier.id, free_in_postgres=9) == (9, 8)
+    assert store.sync(
+        event_id=tier.event_id, tier_id=tier.id, free_in_postgres=9, returned_before=0
+    ) == (9, 8)
 
     report = inventory_reconcile()
 
@@ -126,7 +128,9 @@ def test_crash_between_release_commit_and_redis_heals_within_one_reconcile(fault
     (buyer,) = admit_directly(tier.event, make_customers(1))
     claim = claim_one(tier, buyer)
     assert Event.objects.get(pk=tier.event_id).status == "SOLD_OUT"
-    with fault_armed("claim_release.after_commit"), pytest.raises(InjectedFault):
+    # The after-commit work dies (logged: the release itself is committed
+    # and answered as done).
+    with fault_armed("claim_release.after_commit"):
         claim_release(claim_id=claim.pk, reason=ReleaseReason.CUSTOMER)
     assert Claim.objects.get(pk=claim.pk).status == "RELEASED"
     assert free_in_postgres(tier) == 1

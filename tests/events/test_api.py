@@ -65,7 +65,9 @@ def test_availability_falls_back_to_postgres_without_a_redis_counter(api, redis_
 
 def test_availability_reads_the_redis_counter_when_present(api):
     tier = TierFactory(inventory=7)
-    InventoryStore().sync(event_id=tier.event_id, tier_id=tier.id, free_in_postgres=5)
+    InventoryStore().sync(
+        event_id=tier.event_id, tier_id=tier.id, free_in_postgres=5, returned_before=0
+    )
 
     response = api.get(f"/api/v1/events/{tier.event_id}/")
 

@@ -155,6 +155,7 @@ def test_rerunning_a_tick_is_idempotent():
     store.admit(
         event_id=event.id,
         customer_ids=admitted,
+        served=store.served(event_id=event.id),
         expires_ms=int(before[2][admitted[0]]),
         now_ms=0,
         duration_ms=0,

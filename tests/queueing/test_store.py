@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
+from fairqueue.redis import RedisUnavailable
 from queueing.store import REBUILD_BATCH, queue_store
 
 
@@ -30,7 +30,7 @@ def test_add_many_only_existing_updates_but_never_adds(redis_clean):
 def test_add_many_raises_an_error_reply_and_leaves_the_pool_usable(redis_clean):
     store = queue_store()
     store.r.set("fq:{t}:z", "not a sorted set")
-    with pytest.raises(redis.ResponseError):
+    with pytest.raises(RedisUnavailable):
         store.add_many(key="fq:{t}:z", members=[("a", 1)])
     assert store.r.get("fq:{t}:z") == "not a sorted set"
     assert store.r.ping() is True

@@ -116,7 +116,7 @@ class Aside:
         self.thread.start()
 
     def settle(self, *, timeout: float = 15.0) -> str:
-        """"done" or "blocked" (waiting on a Postgres lock); "running" when
+        """ "done" or "blocked" (waiting on a Postgres lock); "running" when
         neither happened within ``timeout`` (e.g. it waits on a Redis lock)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
