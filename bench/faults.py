@@ -9,10 +9,15 @@ the fault, and measures the time until the system is whole again:
 * moving   - a claim was created or confirmed after the fault ended (the
              sale goes on), or the sale had already sold out.
 
-Heal time is the latest of the three, from the end of the fault. The run
+Heal time is the latest of the three, from the end of the fault. A scenario
+may add checks of its own, and requirements that fail the run (redis-down:
+claims went on through Postgres, no admission window lost time). The run
 then ends with the same invariant check as a clean run.
 
-Scenarios needing process control (redis-restart, worker-kill, web-kill) need
+The shared parts are in ``fault_kit.py``, the Redis scenarios in
+``faults_redis.py``.
+
+Scenarios needing process control (redis-restart, redis-down, worker-kill, web-kill) need
 ``--launch-stack``; against a stack started elsewhere the operator does the
 same by hand (``redis-cli shutdown nosave`` then start redis-server again;
 ``kill -9`` the Celery worker's process group and start it again; ``kill -9``
@@ -30,17 +35,20 @@ import random
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-NEEDS_STACK = {"redis-restart", "worker-kill", "web-kill"}
-NEEDS_REDIS = {"redis-flush", "redis-restart", "worker-kill"}
+from bench.fault_kit import FaultContext, FaultReport, in_thread, measure_heal
+from bench.faults_redis import redis_down, redis_flush, redis_restart
+
+NEEDS_STACK = {"redis-restart", "redis-down", "worker-kill", "web-kill"}
+NEEDS_REDIS = {"redis-flush", "redis-restart", "redis-down", "worker-kill"}
 FAULTS = (
     "redis-flush",
     "redis-restart",
+    "redis-down",
     "worker-kill",
     "web-kill",
     "webhooks-duplicate",
@@ -48,116 +56,6 @@ FAULTS = (
     "webhooks-out-of-order",
     "gateway-5xx",
 )
-
-
-@dataclass
-class FaultReport:
-    name: str
-    injected_at: float = 0.0  # bench clock (seconds since the sale started)
-    ended_at: float = 0.0
-    heal: dict[str, float] = field(default_factory=dict)  # component -> seconds after ended_at
-    notes: list[str] = field(default_factory=list)
-    # Scenario-specific heal checks, measured alongside the three common ones.
-    checks: dict[str, Callable[[], Awaitable[bool]]] = field(default_factory=dict, repr=False)
-
-    @property
-    def heal_seconds(self) -> float | None:
-        if not self.heal or any(v < 0 for v in self.heal.values()):
-            return None
-        return max(self.heal.values())
-
-
-@dataclass
-class FaultContext:
-    """What a scenario may touch. ``query`` runs SQL on the bench's own
-    Postgres connection; ``redis`` is a redis-py client (or None)."""
-
-    sale: Any  # bench.customers.Sale
-    event_id: str
-    tier_ids: list[str]
-    http_url: str
-    sandbox_url: str
-    now: Callable[[], float]
-    query: Callable[[str, list[Any]], Awaitable[list[tuple]]]
-    sold_out: asyncio.Event
-    redis: Any = None
-    stack: Any = None  # bench.stack.LocalStack when --launch-stack
-    paystack_secret: str = "sk_test_fairqueue_sandbox"  # noqa: S105 - the sandbox's public test key
-    claim_ttl: float = 600.0
-    expiry_interval: float = 30.0
-    heal_timeout: float = 180.0
-
-
-async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
-
-
-async def _healthy(ctx: FaultContext) -> bool:
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"{ctx.http_url}/healthz", timeout=aiohttp.ClientTimeout(total=30)) as r,
-        ):
-            return r.status == 200
-    except (aiohttp.ClientError, TimeoutError, OSError):
-        return False
-
-
-async def _rebuilt(ctx: FaultContext) -> bool:
-    if ctx.redis is None:
-        return True
-    tag = f"fq:{{{ctx.event_id}}}"
-    try:
-        counters = await _in_thread(
-            ctx.redis.mget, [f"{tag}:tier:{t}:available" for t in ctx.tier_ids]
-        )
-        zcard = await _in_thread(ctx.redis.zcard, f"{tag}:queue:waiting")
-    except Exception:  # Redis still down
-        return False
-    if any(v is None for v in counters):
-        return False
-    rows = await ctx.query(
-        "SELECT COUNT(*) FROM queueing_queueentry WHERE event_id = %s AND status = 'WAITING'",
-        [ctx.event_id],
-    )
-    waiting = rows[0][0]
-    return abs(zcard - waiting) <= max(5, waiting // 100)
-
-
-async def _moving(ctx: FaultContext, since_wall: float) -> bool:
-    if ctx.sold_out.is_set():
-        return True
-    rows = await ctx.query(
-        """
-        SELECT (SELECT COUNT(*) FROM claims_claim
-                WHERE event_id = %(e)s AND created_at > to_timestamp(%(t)s))
-             + (SELECT COUNT(*) FROM claims_claim
-                WHERE event_id = %(e)s AND confirmed_at > to_timestamp(%(t)s))
-        """,
-        {"e": ctx.event_id, "t": since_wall},
-    )
-    return rows[0][0] > 0
-
-
-async def measure_heal(ctx: FaultContext, report: FaultReport, *, since_wall: float) -> None:
-    """Fill report.heal with the seconds (after report.ended_at) each check
-    first held; -1 for a check that never held within heal_timeout."""
-    checks = {
-        "healthy": lambda: _healthy(ctx),
-        "rebuilt": lambda: _rebuilt(ctx),
-        "moving": lambda: _moving(ctx, since_wall),
-        **report.checks,
-    }
-    pending = dict(checks)
-    deadline = time.monotonic() + ctx.heal_timeout
-    while pending and time.monotonic() < deadline:
-        for name, check in list(pending.items()):
-            if await check():
-                report.heal[name] = round(ctx.now() - report.ended_at, 2)
-                del pending[name]
-        await asyncio.sleep(0.25)
-    for name in pending:
-        report.heal[name] = -1.0
 
 
 async def _sandbox_config(ctx: FaultContext, **config: Any) -> None:
@@ -170,26 +68,6 @@ async def _sandbox_config(ctx: FaultContext, **config: Any) -> None:
 # --- the scenarios ----------------------------------------------------------------------
 
 
-async def redis_flush(ctx: FaultContext, report: FaultReport) -> None:
-    report.injected_at = ctx.now()
-    await _in_thread(ctx.redis.flushall)
-    report.ended_at = ctx.now()
-    report.notes.append("FLUSHALL: queue sets, counters, locks, Celery broker queues all gone")
-
-
-async def redis_restart(
-    ctx: FaultContext, report: FaultReport, *, down_seconds: float = 10.0
-) -> None:
-    report.injected_at = ctx.now()
-    await _in_thread(ctx.stack.redis_stop)
-    await asyncio.sleep(down_seconds)
-    await _in_thread(ctx.stack.redis_start)
-    report.ended_at = ctx.now()
-    report.notes.append(
-        f"redis-server SIGKILLed, down {down_seconds:g} s, restarted empty on the same port"
-    )
-
-
 async def worker_kill(
     ctx: FaultContext, report: FaultReport, *, restart_after: float = 2.0
 ) -> None:
@@ -197,21 +75,21 @@ async def worker_kill(
     the event's admission lock (a Redis key) exactly while it runs."""
     lock = f"fq:{{{ctx.event_id}}}:queue:lock"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not await _in_thread(ctx.redis.exists, lock):
+    while time.monotonic() < deadline and not await in_thread(ctx.redis.exists, lock):
         await asyncio.sleep(0.002)
-    mid_tick = bool(await _in_thread(ctx.redis.exists, lock))
+    mid_tick = bool(await in_thread(ctx.redis.exists, lock))
     report.injected_at = ctx.now()
-    pid = await _in_thread(ctx.stack.kill, "worker", signal.SIGKILL)
+    pid = await in_thread(ctx.stack.kill, "worker", signal.SIGKILL)
     report.notes.append(
         f"celery worker group (pid {pid}) SIGKILLed "
         f"{'during' if mid_tick else 'outside'} an admission tick"
     )
     killed_ms = int(time.time() * 1000)
-    left = await _in_thread(ctx.redis.pttl, lock)
+    left = await in_thread(ctx.redis.pttl, lock)
     if left and left > 0:
         report.notes.append(f"the killed tick left its admission lock, {left / 1000:.1f} s to live")
     await asyncio.sleep(restart_after)
-    await _in_thread(ctx.stack.restart, "worker")
+    await in_thread(ctx.stack.restart, "worker")
     report.ended_at = ctx.now()
     # Healed once an admission tick has completed again: each finished tick of
     # an ACTIVE event pushes "<now ms>:<admitted>:<duration ms>" on this list.
@@ -220,7 +98,7 @@ async def worker_kill(
     async def admission_ticking() -> bool:
         if ctx.sold_out.is_set():
             return True
-        newest = await _in_thread(ctx.redis.lindex, ticks, 0)
+        newest = await in_thread(ctx.redis.lindex, ticks, 0)
         return bool(newest) and int(newest.split(":", 1)[0]) > killed_ms
 
     report.checks["admission_ticking"] = admission_ticking
@@ -386,6 +264,7 @@ async def gateway_5xx(ctx: FaultContext, report: FaultReport, *, seconds: float 
 SCENARIOS: dict[str, Callable[[FaultContext, FaultReport], Awaitable[None]]] = {
     "redis-flush": redis_flush,
     "redis-restart": redis_restart,
+    "redis-down": redis_down,
     "worker-kill": worker_kill,
     "web-kill": web_kill,
     "webhooks-duplicate": webhooks_duplicate,
@@ -406,4 +285,8 @@ async def run_fault(name: str, ctx: FaultContext, trigger: asyncio.Event) -> Fau
         return report
     since_wall = time.time() - (ctx.now() - report.ended_at)
     await measure_heal(ctx, report, since_wall=since_wall)
+    for requirement in report.requirements:
+        problem = await requirement()
+        if problem:
+            report.violations.append(problem)
     return report

@@ -219,11 +219,13 @@ def print_results(
         )
         for note in fault.notes:
             print(f"  - {note}")
+        for violation in fault.violations:
+            print(f"  - FAILED: {violation}")
     print("\ninvariants:")
     for check in checks:
         print(check.line())
-    ok = all(c.ok for c in checks)
-    print(f"\nRESULT: {'all invariants hold' if ok else 'INVARIANT FAILED'}")
+    ok = all(c.ok for c in checks) and not any(f.violations for f in result["faults"])
+    print(f"\nRESULT: {'all invariants hold' if ok else 'INVARIANT OR FAULT REQUIREMENT FAILED'}")
     return {
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "stack_settings": settings,
@@ -252,6 +254,7 @@ def print_results(
                 "heal": f.heal,
                 "heal_seconds": f.heal_seconds,
                 "notes": f.notes,
+                "violations": f.violations,
             }
             for f in result["faults"]
         ],

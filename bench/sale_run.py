@@ -226,7 +226,7 @@ async def run_sale(
         monitor = Monitor(mon_conn, event["event_id"], inventory, rec, stack)
         phase = ["selling"]
 
-        async def query(sql: str, params: list[Any]) -> list[tuple]:
+        async def query(sql: str, params: Any) -> list[tuple]:
             async with fault_conn.cursor() as cur:
                 await cur.execute(sql, params)
                 return await cur.fetchall()
@@ -253,6 +253,8 @@ async def run_sale(
             claim_ttl=cfg.claim_ttl,
             expiry_interval=float(stack_env.get("EXPIRY_INTERVAL_SECONDS", 30)),
             heal_timeout=args.heal_timeout,
+            window_seconds=float(args.window_seconds),
+            admission_interval=float(stack_env.get("ADMISSION_INTERVAL_SECONDS", 5)),
         )
         background = [
             asyncio.create_task(monitor.run(sale)),

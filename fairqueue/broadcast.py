@@ -14,6 +14,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from fairqueue.redis import best_effort
+
 logger = logging.getLogger(__name__)
 
 
@@ -29,11 +31,16 @@ def customer_group(event_id: object, customer_id: object) -> str:
     return f"event.{event_id}.customer.{customer_id}"
 
 
+@best_effort(None)
+def _group_send(group: str, message: dict[str, Any]) -> None:
+    # The channel layer is Redis: while it is down a push is counted and
+    # logged once a minute (the Redis-failure rule), not a traceback each.
+    async_to_sync(get_channel_layer().group_send)(group, {"type": PUSH_TYPE, "message": message})
+
+
 def _send(group: str, message: dict[str, Any]) -> None:
     try:
-        async_to_sync(get_channel_layer().group_send)(
-            group, {"type": PUSH_TYPE, "message": message}
-        )
+        _group_send(group, message)
     except Exception:  # a push is best effort: clients also poll their position
         logger.exception("broadcast to %s failed", group)
 

@@ -20,7 +20,7 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
 from fairqueue.broadcast import PUSH_TYPE, customer_group
-from fairqueue.redis import best_effort, get_redis, redis_failed
+from fairqueue.redis import best_effort, get_redis
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict]]) -> None:
 
 
 def send_many(messages: list[tuple[str, dict]]) -> None:
-    """Best effort (clients also poll their position): a failure is counted
-    and logged at most once a minute, like any Redis failure."""
+    """Best effort (clients also poll their position): a Redis failure is
+    counted and logged at most once a minute, like any Redis failure."""
     if not messages:
         return
     layer = get_channel_layer()
@@ -63,14 +63,22 @@ def send_many(messages: list[tuple[str, dict]]) -> None:
         _publish(layer, prefix, messages)
         return
 
+    try:
+        _group_send_all(layer, messages)
+    except Exception:  # a push is best effort: clients also poll their position
+        logger.exception("queue pushes failed (%s messages)", len(messages))
+
+
+@best_effort(None)
+def _group_send_all(layer: Any, messages: list[tuple[str, dict]]) -> None:
+    """Through the channel layer (Redis too: a failure is counted and logged
+    once a minute, the Redis-failure rule)."""
+
     async def send() -> None:
         for group, message in messages:
             await layer.group_send(group, _envelope(message))
 
-    try:
-        async_to_sync(send)()
-    except Exception:  # the channel layer is Redis too (channels_redis' own client)
-        redis_failed("queue pushes through the channel layer")
+    async_to_sync(send)()
 
 
 def send_expired(*, event_id: object, customer_ids: list, reason: str) -> None:

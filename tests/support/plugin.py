@@ -6,10 +6,9 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-import redis
 from rest_framework.test import APIClient
 
-from fairqueue.redis import get_redis
+from fairqueue.redis import get_redis, make_client
 from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
@@ -68,7 +67,7 @@ def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
 def dead_redis(monkeypatch):
     """Redis is down for the queue: its store talks to a port where nothing
     listens (a real client failing for real, not a mock)."""
-    dead = redis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    dead = make_client("redis://127.0.0.1:1/0")
     monkeypatch.setattr(store, "_store", QueueStore(client=dead))
 
 
