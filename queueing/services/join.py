@@ -158,17 +158,24 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
 
     store = queue_store()
     answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
-    if answer is None:
-        # The row is committed: the reconciliation re-adds it to Redis. The
-        # position still comes, from Postgres.
-        admission_clock_stop(event_id=event.id)
+    if answer is not None and answer.rank is None:
+        if _admitted_meanwhile(entry_id):
+            # A tick admitted the customer before this add reached Redis.
+            return JoinResult(entry_id, QueueStatus.ADMITTED, None, 0, answer.served)
+        # A member of the admitted set left over from an older admission
+        # (its removal was lost): drop it and join the line.
+        store.release_admitted(event_id=event.id, customer_ids=[customer_id])
+        answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
+    if answer is None or answer.rank is None:
+        # Redis is unreachable (or still confused): the row is committed and
+        # the reconciliation re-adds it to Redis. The position still comes,
+        # from Postgres.
+        if answer is None:
+            admission_clock_stop(event_id=event.id)
         entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
         position = waiting_rank(entry=entry) + 1
         eta = _eta(event, position, None)
         return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None)
-    if answer.rank is None:
-        # A tick admitted the customer before this add reached Redis.
-        return JoinResult(entry_id, QueueStatus.ADMITTED, None, 0, answer.served)
     if prequeue and timezone.now() >= event.sale_start:
         # The sale started while this pre-queue join was on its way: the
         # shuffle may have given the entry its rank after (and then written
@@ -178,6 +185,11 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     return JoinResult(
         entry_id, QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
     )
+
+
+def _admitted_meanwhile(entry_id: uuid.UUID) -> bool:
+    status = QueueEntry.objects.filter(pk=entry_id).values_list("status", flat=True).first()
+    return status == QueueStatus.ADMITTED
 
 
 def _prequeue_score_to_redis(*, entry_id: uuid.UUID, event_id: object, customer_id: object) -> None:

@@ -99,3 +99,16 @@ def test_a_rebuild_racing_a_tick_does_not_put_an_admitted_customer_back_in_line(
     assert position.status == "ADMITTED"
     assert members(store.waiting_key(event.id)) == []
     assert members(store.admitted_key(event.id)) == [str(customer.id)]
+
+
+def test_a_stale_admitted_member_does_not_turn_a_new_join_into_an_admission():
+    """Redis lost the removal of an older admission of this customer: the new
+    join still queues them (Postgres says WAITING)."""
+    event = make_event(tickets=5)
+    customer = CustomerFactory()
+    store = queue_store()
+    store.r.zadd(store.admitted_key(event.id), {str(customer.id): 1})
+    result = services.queue_join(event_id=event.id, customer_id=customer.id)
+    assert (result.status, result.position) == ("WAITING", 1)
+    assert members(store.waiting_key(event.id)) == [str(customer.id)]
+    assert members(store.admitted_key(event.id)) == []
