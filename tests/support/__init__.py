@@ -6,6 +6,7 @@
 - ``sales``: events on sale, queue entries, admitted customers, claims;
 - ``payments``: the sandbox gateway driver, payments made through the API,
   a small sale paid through the API (``make_paid_sale``);
+- ``invariants``: the invariant check's failures as a test asserts them;
 - ``processes``: what tests that start other processes share (the child's
   settings, the health probe);
 - ``plugin``: the fixtures every test directory may use.
