@@ -23,7 +23,7 @@ from claims.models import Claim
 from console.invariants import agreement, payments, tickets
 from console.invariants.base import CHECKS, Check, Options, Result, Scope, When
 from events.models import Event
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from payments.models import Payment
 from queueing.models import QueueEntry
 
@@ -105,7 +105,9 @@ def check_invariants(
         events = events.filter(pk__in=ids)
         missing = ids - {str(pk) for pk in events.values_list("pk", flat=True)}
         if missing:
-            raise NotFound(f"No such event: {', '.join(sorted(missing))}.", code="event_not_found")
+            raise NotFound(
+                f"No such event: {', '.join(sorted(missing))}.", code=ErrorCode.EVENT_NOT_FOUND
+            )
     chosen = checks_to_run(settled=settled, sold_out=sold_out, redis=redis)
     report = Report(
         events=[],
