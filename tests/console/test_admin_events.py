@@ -8,7 +8,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from console.admin import TierInlineForm
+from console.admin.forms import TierInlineForm
 from customers.models import Customer
 from events.models import Event, TicketTier
 from inventory.models import Ticket
