@@ -131,6 +131,14 @@ class EventAdmin(admin.ModelAdmin):
             kwargs["queryset"] = Organizer.objects.filter(id__in=organizer_ids(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """A user who belongs to exactly one organizer gets it preset."""
+        initial = super().get_changeform_initial_data(request)
+        mine = organizer_ids(request)
+        if not request.user.is_superuser and len(mine) == 1:
+            initial.setdefault("organizer", next(iter(mine)))
+        return initial
+
     def get_readonly_fields(self, request: HttpRequest, obj: Event | None = None) -> tuple:
         fields = tuple(super().get_readonly_fields(request, obj))
         if obj is not None and obj.status != EventStatus.DRAFT:
