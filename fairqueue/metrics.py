@@ -27,12 +27,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
 from fairqueue.errors import AppError
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+# A *_created series per labelled child doubles what is scraped, for nothing
+# our dashboards or alerts read.
+disable_created_metrics()
 
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _SLOW = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
