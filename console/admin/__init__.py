@@ -8,6 +8,6 @@ organizer's events and their orders; superusers see all. Every write goes
 through a service; a refused change is shown as an admin message.
 """
 
-from console.admin import events, organizers
+from console.admin import events, orders, organizers
 
-__all__ = ["events", "organizers"]
+__all__ = ["events", "orders", "organizers"]

@@ -9,15 +9,20 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from claims.domain import ClaimStatus
 from claims.selectors import tier_ticket_counts
+from console.admin.dashboard import dashboard_data_view, dashboard_view
 from console.admin.forms import EventAdminForm
 from console.admin.scope import manages, organizer_ids
 from console.admin.tiers import TicketTierInline
+from console.exports import holders_csv, orders_csv
+from console.models import Order
 from events.domain import EventStatus
 from events.models import Event, Organizer, TicketTier
 from events.services import (
@@ -67,6 +72,7 @@ class EventAdmin(admin.ModelAdmin):
         "tickets_sold",
         "tickets_free",
         "in_queue",
+        "live",
     )
     search_fields = ("name", "slug", "venue")
     date_hierarchy = "sale_start"
@@ -147,6 +153,52 @@ class EventAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return EventChangeList
+
+    # -- the dashboard and the exports ------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path("<path:object_id>/dashboard/", self._event_view(self._dashboard),
+                 name="events_event_dashboard"),
+            path("<path:object_id>/dashboard/data/", self._event_view(self._dashboard_data),
+                 name="events_event_dashboard_data"),
+            path("<path:object_id>/orders.csv", self._event_view(self._orders_csv),
+                 name="events_event_orders_csv"),
+            path("<path:object_id>/ticket-holders.csv", self._event_view(self._holders_csv),
+                 name="events_event_holders_csv"),
+        ]  # fmt: skip
+        return own + super().get_urls()
+
+    def _event_view(self, view: Callable[[HttpRequest, Event], HttpResponse]) -> Callable:
+        """An admin view of one event the user may see (else 404, as for
+        another organizer's event; 403 without the view permission)."""
+
+        def wrapped(request: HttpRequest, object_id: str) -> HttpResponse:
+            event = self.get_object(request, object_id)
+            if event is None:
+                raise Http404("No such event.")
+            if not self.has_view_permission(request, event):
+                raise PermissionDenied
+            return view(request, event)
+
+        return self.admin_site.admin_view(wrapped)
+
+    def _dashboard(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return dashboard_view(self, request, event)
+
+    def _dashboard_data(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return dashboard_data_view(request, event)
+
+    def _orders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return orders_csv(Order.objects.filter(event=event), f"orders-{event.slug}.csv")
+
+    def _holders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return holders_csv(Order.objects.filter(event=event), f"ticket-holders-{event.slug}.csv")
+
+    @admin.display(description="")
+    def live(self, event: Event) -> str:
+        url = reverse("admin:events_event_dashboard", args=[event.pk])
+        return format_html('<a href="{}">dashboard</a>', url)
 
     # -- writes: services only ---------------------------------------------------
 
@@ -277,13 +329,15 @@ class EventAdmin(admin.ModelAdmin):
         )
         length = queue_length(event_id=event.pk)
         return format_html(
-            "<p>Status: <strong>{}</strong> &middot; in queue: {}</p>"
+            '<p>Status: <strong>{}</strong> &middot; in queue: {} &middot; <a href="{}">'
+            "live dashboard</a></p>"
             "<table><thead><tr><th>tier</th><th>inventory</th><th>sold</th>"
             "<th>claimed (unpaid)</th><th>free</th></tr></thead><tbody>{}</tbody>"
             "<tfoot><tr><th>total</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></tfoot>"
             "</table>",
             event.get_status_display(),
             length,
+            reverse("admin:events_event_dashboard", args=[event.pk]),
             rows,
             sum(t.inventory for t in tiers),
             sum(c.sold for c in counts.values()),

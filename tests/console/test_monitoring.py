@@ -64,8 +64,8 @@ def test_the_prometheus_config_passes_promtool(tmp_path):
     """As compose runs it: the token file its entrypoint writes."""
     token = tmp_path / "metrics-token"
     token.write_text("t0ken")
-    config = (PROMETHEUS / "prometheus.yml").read_text().replace(
-        "/prometheus/metrics-token", str(token)
+    config = (
+        (PROMETHEUS / "prometheus.yml").read_text().replace("/prometheus/metrics-token", str(token))
     )
     (tmp_path / "prometheus.yml").write_text(config)
     (tmp_path / "alerts.yml").write_text((PROMETHEUS / "alerts.yml").read_text())
