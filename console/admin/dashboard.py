@@ -80,19 +80,21 @@ def dashboard_view(
     model_admin: admin.ModelAdmin, request: HttpRequest, event: Event
 ) -> HttpResponse:
     numbers = event_numbers(event)
+    figures = numbers_json(numbers)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
         "original": event,
         "title": f"{event.name}: live",
         "numbers": numbers,
-        "figures": numbers_json(numbers),
+        "figures": figures,
         "tiers": [
             {
                 "id": t.id,
                 "name": t.name,
                 "price": money_format(t.price, event.currency),
                 "inventory": f"{t.inventory:,}",
+                **{k: figures[f"tier_{t.id}_{k}"] for k in ("sold", "claimed", "free", "revenue")},
             }
             for t in numbers.tiers
         ],

@@ -74,6 +74,9 @@ def test_the_dashboard_shows_the_sale(sale):
     page = response.content.decode()
     assert 'data-url="/admin/events/event/' in page and "dashboard.js" in page
     assert "NGN 5,000.00" in page and "NGN 20,000.00" in page  # tier prices
+    # Rendered on the server too (the script only refreshes them).
+    assert f'<td data-key="tier_{regular.id}_sold">3</td>' in page
+    assert f'<td data-key="tier_{vip.id}_revenue">NGN 20,000.00</td>' in page
 
 
 def test_the_json_refresh_has_the_same_figures_and_follows_the_sale(sale):
