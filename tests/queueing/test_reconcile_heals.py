@@ -71,3 +71,28 @@ def test_a_full_pass_over_agreeing_sets_is_silent(line, caplog):
     assert report == {"waiting_added": 8, "admitted_added": 2, "dropped": 0}  # re-sent, no-ops
     assert counts() == before
     assert [r for r in caplog.records if r.name == LOGGER] == []
+
+
+def test_a_rebuild_after_a_wipe_is_routine(line, redis_clean, caplog):
+    redis_clean.flushdb()
+    rebuilt, diverged = counts()
+
+    with caplog.at_level(logging.INFO, logger="queueing.services.rebuild"):
+        services.queue_rebuild(event_id=line.id)
+
+    assert counts() == (rebuilt + 10, diverged)
+    [record] = [r for r in caplog.records if r.name == "queueing.services.rebuild"]
+    assert record.levelname == "INFO"
+
+
+def test_a_rebuild_of_a_short_set_is_divergence(line, caplog):
+    store = queue_store()
+    store.r.zpopmin(store.waiting_key(line.id), 3)
+    rebuilt, diverged = counts()
+
+    with caplog.at_level(logging.INFO, logger="queueing.services.rebuild"):
+        services.queue_rebuild(event_id=line.id)
+
+    assert counts() == (rebuilt, diverged + 3)
+    [record] = [r for r in caplog.records if r.name == "queueing.services.rebuild"]
+    assert record.levelname == "WARNING"
