@@ -96,12 +96,14 @@ class Stack:
         return time.monotonic() - started
 
     def get(self, path: str) -> requests.Response:
-        return requests.get(self.url + path, timeout=10)
+        return requests.get(self.url + path, timeout=30)
 
     def ready(self) -> requests.Response | None:
+        """/readyz, or None while web is not answering yet (still starting,
+        or its first request is slow on a loaded machine)."""
         try:
-            return self.get("/readyz")
-        except requests.ConnectionError:
+            return requests.get(self.url + "/readyz", timeout=10)
+        except requests.RequestException:
             return None
 
 
