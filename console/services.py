@@ -12,7 +12,7 @@ from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
 from claims.services import claim_lock, claim_release
 from events.selectors import events_live
-from fairqueue.errors import Conflict, InvalidTransition
+from fairqueue.errors import Conflict, ErrorCode, InvalidTransition
 from inventory.services import inventory_sync_event
 from queueing.services import queue_rebuild
 
@@ -50,7 +50,7 @@ def order_release(*, claim_id: uuid.UUID | str, actor: str) -> Claim:
             raise Conflict(
                 "A payment for this order is in flight; it can be released once that "
                 "payment has failed or expired.",
-                code="payment_in_flight",
+                code=ErrorCode.PAYMENT_IN_FLIGHT,
             )
         released = claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
     logger.info("order released by %s claim=%s event=%s", actor, claim.pk, claim.event_id)
