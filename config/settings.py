@@ -24,7 +24,10 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://localhost:8000")
+# Base of absolute links (payment callback, emails). Empty: the host the
+# customer used (fairqueue/public_url.py), so a phone on the LAN can pay.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
+PORT = env.int("PORT", default=8000)
 # Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
 # Empty: the page's own host, on WS_PORT when that is set (`make run` serves
 # daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
