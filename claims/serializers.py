@@ -72,7 +72,8 @@ class ClaimDetailSerializer(ClaimSerializer):
 
 class CheckInSerializer(StrictSerializer):
     code = serializers.CharField(
-        max_length=64, help_text="The ticket's code, as its QR holds it or as typed (dashes optional)."
+        max_length=64,
+        help_text="The ticket's code, as its QR holds it or as typed (dashes optional).",
     )
 
 

@@ -16,8 +16,8 @@ from claims.serializers import (
 )
 from claims.services import claim_create, claim_release, issued_ticket_check_in
 from customers.authentication import IsCustomer, customer_of
-from events.authentication import OrganizerSessionAuthentication, RunsThisEvent
 from customers.idempotency import IDEMPOTENCY_KEY, idempotent
+from events.authentication import OrganizerSessionAuthentication, RunsThisEvent
 from fairqueue.api import parse
 from fairqueue.schema import error
 

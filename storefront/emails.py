@@ -12,9 +12,9 @@ from django.template.loader import render_to_string
 from claims.domain import IssuedTicketStatus, ticket_code_display
 from claims.models import Claim
 from fairqueue.money import money_format
+from fairqueue.public_url import public_url
 from storefront.qr import qr_png
 from storefront.selectors import payment_confirmed_for_claim
-from fairqueue.public_url import public_url
 
 
 def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:

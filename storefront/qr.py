@@ -21,6 +21,13 @@ def qr_svg(code: str, *, scale: int = 8) -> str:
     return _qr(code).svg_inline(scale=scale, border=4, title=f"Ticket {ticket_code_display(code)}")
 
 
+def qr_svg_document(code: str, *, scale: int = 6) -> bytes:
+    """A standalone SVG file (``<img src>``, downloads)."""
+    out = io.BytesIO()
+    _qr(code).save(out, kind="svg", scale=scale, border=4)
+    return out.getvalue()
+
+
 def qr_png(code: str, *, scale: int = 8) -> bytes:
     """PNG for email (mail clients drop inline SVG)."""
     out = io.BytesIO()
