@@ -13,5 +13,8 @@ from storefront.tasks import confirmation_email_send
 
 @receiver(claim_confirmed, dispatch_uid="storefront.confirmation_email")
 def confirmation_email_enqueue(sender: Any, claim_id: uuid.UUID, **kwargs: Any) -> None:
-    # claim_confirmed is sent after commit: the worker finds the claim and its tickets.
-    confirmation_email_send.delay(str(claim_id))
+    # claim_confirmed is sent after commit: the worker finds the claim and its
+    # tickets. No publish retries: with the broker down this raises at once
+    # (the signal's sender logs it) instead of holding up the webhook answer;
+    # the sweep sends what was not enqueued.
+    confirmation_email_send.apply_async(args=[str(claim_id)], retry=False)
