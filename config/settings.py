@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
     "channels",
     "django_celery_beat",
     "customers",
@@ -217,6 +218,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Each status field's choices under its own name (they all share "status").
     "ENUM_NAME_OVERRIDES": {
         "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
