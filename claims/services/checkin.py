@@ -26,7 +26,9 @@ def issued_ticket_check_in(
     that shows the race this function closes uses it."""
     normalized = ticket_code_normalize(code)
     ticket = (
-        IssuedTicket.objects.select_related("event", "tier").filter(code=normalized).first()
+        IssuedTicket.objects.select_related("event", "tier", "claim")
+        .filter(code=normalized)
+        .first()
         if normalized
         else None
     )
@@ -40,10 +42,15 @@ def issued_ticket_check_in(
         )
     now = timezone.now()
     live = IssuedTicket.objects.filter(pk=ticket.pk)
-    if guard:
-        # The claim's status too: a paid claim that left CONFIRMED voids its
-        # tickets in the same transaction, and this holds even if it did not.
-        live = live.filter(status=T.VALID, claim__status=ClaimStatus.CONFIRMED)
+    if ticket.claim.status != ClaimStatus.CONFIRMED:
+        # A paid claim that left CONFIRMED voids its tickets in the same
+        # transaction; this holds even for a path that forgot to.
+        live = live.none()
+    elif guard:
+        # On the row itself, not through a join: Django turns a filter on the
+        # claim into ``id IN (subquery)``, which Postgres does not re-check
+        # after waiting for a concurrent scan's row lock (both would pass).
+        live = live.filter(status=T.VALID)
     elif ticket.status != T.VALID:
         live = live.none()
     if live.update(status=T.USED, checked_in_at=now, checked_in_by=actor[:150]):
