@@ -8,14 +8,29 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test lint services clean
+.PHONY: run test lint services clean browser
 
 # The whole system: embedded services, migrations, demo data, web, ws, worker, beat, sandbox.
 run: $(STAMP)
 	$(VENV_PY) -m fairqueue.devstack run
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(VENV_PY) -m fairqueue.devstack test -- pytest $(PYTEST_ARGS)
+
+# The browser tests drive Debian's chromium + chromium-driver (never a downloaded browser):
+# installed here when missing and this machine allows it (root with apt-get). Otherwise the
+# browser tests fail and say what to install.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium and chromium-driver for the browser tests"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+				echo "warning: could not install chromium: the browser tests will fail" >&2; \
+		else \
+			echo "warning: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser tests will fail" >&2; \
+		fi; \
+	fi
 
 lint: $(STAMP)
 	$(VENV_PY) -m ruff check .
