@@ -16,9 +16,12 @@ def _qr(code: str) -> segno.QRCode:
     return segno.make(ticket_code_display(code), error="m", micro=False)
 
 
-def qr_svg(code: str, *, scale: int = 8) -> str:
-    """Inline ``<svg>`` for a page: crisp at any size and in print."""
-    return _qr(code).svg_inline(scale=scale, border=4, title=f"Ticket {ticket_code_display(code)}")
+def qr_svg(code: str) -> str:
+    """Inline ``<svg>`` for a page, sized by its CSS (a viewBox, no fixed
+    size): crisp at any size and in print."""
+    return _qr(code).svg_inline(
+        border=4, omitsize=True, title=f"Ticket {ticket_code_display(code)}", svgclass="qr-svg"
+    )
 
 
 def qr_svg_document(code: str, *, scale: int = 6) -> bytes:

@@ -89,17 +89,43 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument("--lang=en-GB")
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.fq_viewport = (width, height)  # type: ignore[attr-defined]  # for new tabs
     try:
-        # The viewport itself, whatever the window decorations (none, headless).
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-        )
+        emulate(driver)
         driver.set_page_load_timeout(30)
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def emulate(driver: webdriver.Chrome) -> None:
+    """The tab's viewport, time zone, language and motion preference (CDP
+    overrides belong to one tab: call again after opening another)."""
+    width, height = driver.fq_viewport  # type: ignore[attr-defined]
+    # The viewport itself: a headless window is at least 500 px wide.
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+    # A customer in Lagos with a British English browser: times show in their
+    # zone (WAT), and screenshots do not catch a bar mid-animation.
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Africa/Lagos"})
+    driver.execute_cdp_cmd("Emulation.setLocaleOverride", {"locale": "en-GB"})
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]},
+    )
+
+
+def new_tab(driver: webdriver.Chrome, url: str) -> str:
+    """Open ``url`` in a new tab of the same browser (same storage); returns
+    the previous tab's handle."""
+    previous = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    emulate(driver)
+    driver.get(url)
+    return previous
 
 
 def wait_for(

@@ -118,6 +118,7 @@ function render(phase) {
   if (phase === "signin") el("signin-link").href = signinHref();
   if (phase === "upcoming") el("upcoming-signin").hidden = Boolean(session.get());
   if (changed && PHASE_ANNOUNCEMENT[phase]) announce(PHASE_ANNOUNCEMENT[phase]);
+  el("live").hidden = !wantsLive(phase);
   if (wantsLive(phase)) live.start(); else live.stop();
   startTicker();
 }
