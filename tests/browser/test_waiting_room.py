@@ -64,6 +64,7 @@ def test_the_countdown_opens_the_waiting_room_by_itself(desktop, stack):
 
     driver.get(f"{stack.url}/events/{event.id}/queue/")
     wait_panel(driver, "upcoming")
+    assert driver.find_element(By.ID, "sale-badge").text == "Opens soon"
     assert re.fullmatch(r"0:0[0-6]", text_of(driver, "opens-countdown")), text_of(
         driver, "opens-countdown"
     )

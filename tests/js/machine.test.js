@@ -1,5 +1,5 @@
 import { assert, test } from "./harness.js";
-import { phaseFor, pushEffect, saleStateAt, wantsLive, opensAt } from "../../storefront/static/storefront/queue/machine.js";
+import { SALE_BADGE, phaseFor, pushEffect, saleStateAt, wantsLive, opensAt } from "../../storefront/static/storefront/queue/machine.js";
 
 const NOW = Date.parse("2026-07-01T12:00:00Z");
 const sale = (fields) => ({
@@ -85,4 +85,12 @@ test("pushes: the line moving, our turn, the sale changing", () => {
 test("only waiting and admitted keep the socket open", () => {
   assert.ok(wantsLive("waiting") && wantsLive("admitted"));
   assert.ok(!wantsLive("claim") && !wantsLive("join") && !wantsLive("confirmed"));
+});
+
+test("every sale state has a badge in plain words", () => {
+  ["upcoming", "prequeue", "on_sale", "paused", "sold_out", "ended"].forEach((state) => {
+    const [css, words] = SALE_BADGE[state];
+    assert.equal(css, state);
+    assert.ok(/^[A-Z][a-z ]+$/.test(words), words);
+  });
 });

@@ -31,11 +31,14 @@ export const EVENT_NOTICE = {
   ENDED: "The sale has ended.",
 };
 
-export const EVENT_BADGE = {
-  ACTIVE: ["on_sale", "On sale"],
-  PAUSED: ["paused", "Paused"],
-  SOLD_OUT: ["sold_out", "Sold out"],
-  ENDED: ["ended", "Sale ended"],
+/* The badge beside the event's name, by sale state (as the server renders it). */
+export const SALE_BADGE = {
+  upcoming: ["upcoming", "Opens soon"],
+  prequeue: ["prequeue", "Waiting room open"],
+  on_sale: ["on_sale", "On sale"],
+  paused: ["paused", "Paused"],
+  sold_out: ["sold_out", "Sold out"],
+  ended: ["ended", "Sale ended"],
 };
 
 const LIVE_PAYMENT = ["INITIALIZING", "PENDING"];

@@ -67,7 +67,7 @@ async function refreshEvent() {
   if (!r.ok || !r.data) return;
   if (r.data.status !== event.status) {
     event.status = r.data.status;
-    setEventStatus(event.status);
+    setEventStatus(event.status, saleStateAt(event, Date.now()));
     if (state.phase === "waiting") drawWaiting();
   }
   (r.data.tiers || []).forEach((tier) => {
@@ -197,7 +197,11 @@ function tick() {
     el("opens-countdown").setAttribute("aria-label", "Opens in " + untilWords(left));
     if (left <= 0 && !state.lapsed) {
       state.lapsed = true;
-      refreshEvent().then(refresh);  // the waiting room opened: switch by itself
+      // The waiting room opened: switch by itself, no reload.
+      refreshEvent().then(() => {
+        setEventStatus(event.status, saleStateAt(event, Date.now()));
+        return refresh();
+      });
     }
   } else if (state.phase === "admitted" && state.admission) {
     const left = (state.admission.expiresAt - now) / 1000;
@@ -229,7 +233,7 @@ function onPush(message) {
   if (typeof effect.rate === "number" && effect.rate > 0) state.rate = effect.rate;
   if (effect.eventStatus) {
     event.status = effect.eventStatus;
-    setEventStatus(event.status);
+    setEventStatus(event.status, saleStateAt(event, Date.now()));
     if (state.phase === "waiting") drawWaiting();
   }
   if (effect.snapshot) {
@@ -382,7 +386,7 @@ function start() {
   el("release-button").addEventListener("click", release);
   el("check-payment").addEventListener("click", refresh);
   el("opens-at").textContent = localDateTime(opensAt(event));
-  setEventStatus(event.status);
+  setEventStatus(event.status, saleStateAt(event, Date.now()));
   // Back from the checkout page through the browser's cache: ask again.
   window.addEventListener("pageshow", (e) => { if (e.persisted) refresh(); });
   // Another tab signed out, or signed in: follow it.

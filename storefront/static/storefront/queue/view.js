@@ -1,6 +1,6 @@
 /* Drawing the waiting room: panels, notices, the live marker, the screen
    reader's live region. No decisions here (machine.js makes them). */
-import { EVENT_BADGE, EVENT_NOTICE } from "./machine.js";
+import { EVENT_NOTICE, SALE_BADGE } from "./machine.js";
 
 export const el = (id) => document.getElementById(id);
 
@@ -36,8 +36,8 @@ export function setLive(on) {
     : "Reconnecting… Your place is kept; we check every few seconds.";
 }
 
-export function setEventStatus(status) {
-  const badge = EVENT_BADGE[status];
+export function setEventStatus(status, saleState) {
+  const badge = SALE_BADGE[saleState];
   if (badge) {
     const node = el("sale-badge");
     node.className = "badge badge-" + badge[0];
