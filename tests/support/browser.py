@@ -30,7 +30,7 @@ import requests
 from django.conf import settings
 from django.db import connection
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -132,7 +132,10 @@ def wait_for(
     driver: webdriver.Chrome, predicate: Callable[[Any], Any], timeout: float = 20, what: str = ""
 ) -> Any:
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(predicate)
+        # A page that reloads (the payment page refreshes while pending) leaves stale elements.
+        return WebDriverWait(
+            driver, timeout, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+        ).until(predicate)
     except TimeoutException:
         shot(driver, "failure-last")
         raise AssertionError(f"timed out waiting for {what or predicate}") from None
