@@ -4,8 +4,11 @@ arrives or any of them (or an embedded service) dies. Also the wait of `services
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -111,13 +114,27 @@ def port_open(port: int) -> bool:
         return False
 
 
+SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
+
+
 def lan_addresses() -> list[str]:
-    """This machine's non-loopback IPv4 addresses, from its own host name (no traffic)."""
-    try:
-        _, _, addresses = socket.gethostbyname_ex(socket.gethostname())
-    except OSError:
-        return []
-    return sorted(a for a in set(addresses) if not a.startswith("127."))
+    """This machine's non-loopback IPv4 addresses: its interfaces' (Linux), else
+    what its host name resolves to. Nothing is sent anywhere."""
+    found: set[str] = set()
+    if sys.platform.startswith("linux"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _, name in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(
+                        sock.fileno(), SIOCGIFADDR, struct.pack("256s", name[:15].encode())
+                    )
+                except OSError:  # no IPv4 address on this interface
+                    continue
+                found.add(socket.inet_ntoa(packed[20:24]))
+    if not found:
+        with contextlib.suppress(OSError):
+            found.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    return sorted(a for a in found if not a.startswith("127."))
 
 
 def banner(env: dict[str, str], stack: Stack, demo_event: str) -> str:
@@ -146,7 +163,7 @@ def banner(env: dict[str, str], stack: Stack, demo_event: str) -> str:
         f"  sandbox gateway  http://localhost:{sandbox_port}/  (checkout pages; no real money)",
     ]
     for var, label in (("DATABASE_URL", "PostgreSQL"), ("REDIS_URL", "Redis")):
-        origin = "embedded, data in .fairqueue/" if var in embedded else f"from {var}"
+        origin = "embedded" if var in embedded else f"from {var}"
         lines.append(f"  {label:<16} {env[var]}  ({origin})")
     lines.append("")
     return "\n".join(lines)
