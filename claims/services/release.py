@@ -14,7 +14,7 @@ from claims.domain import ClaimStatus, ReleaseReason, release_sources
 from claims.models import Claim
 from claims.services.issuing import issued_tickets_void
 from events.services import event_mark_available
-from fairqueue.errors import InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
 from inventory.services import tickets_free
 from inventory.store import inventory_store
@@ -43,7 +43,7 @@ def claim_release(
     with transaction.atomic():
         claim = lookup.first()
         if claim is None:
-            raise NotFound("No such claim.", code="claim_not_found")
+            raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
         updated = Claim.objects.filter(
             pk=claim.pk, status__in=release_sources(reason)
         ).update(

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.services import claim_lock, claim_payment_started
-from fairqueue.errors import Gone, InvalidTransition
+from fairqueue.errors import ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
 from fairqueue.public_url import public_base_url
 from payments.domain import (
@@ -106,7 +106,7 @@ def payment_open(
         if claim.status != ClaimStatus.CLAIMED:
             raise InvalidTransition(
                 "This claim was released; it can no longer be paid.",
-                code="claim_not_payable",
+                code=ErrorCode.CLAIM_NOT_PAYABLE,
                 details={"claim_status": claim.status},
             )
         # Past its expiry a claim with a payment in flight is kept until the
@@ -116,7 +116,7 @@ def payment_open(
             return PaymentStart(live, created=False)
         now = timezone.now()
         if claim.expires_at <= now:
-            raise Gone("This claim has expired.", code="claim_expired")
+            raise Gone("This claim has expired.", code=ErrorCode.CLAIM_EXPIRED)
         payment = Payment.objects.create(
             claim=claim,
             customer_id=claim.customer_id,
