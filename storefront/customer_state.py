@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from claims.domain import ticket_code_display
 from claims.models import Claim, IssuedTicket
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from queueing.selectors import entry_latest
 from queueing.serializers import position_body
 from queueing.services import queue_position
@@ -26,7 +26,7 @@ def _queue(event_id: object, customer_id: object) -> dict[str, Any] | None:
     try:
         result = queue_position(event_id=event_id, customer_id=customer_id)
     except NotFound as exc:
-        if exc.code == "not_in_queue":
+        if exc.code == ErrorCode.NOT_IN_QUEUE:
             return None
         raise
     entry = entry_latest(event_id=event_id, customer_id=customer_id)

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, IssuedTicketStatus, ticket_code_normalize
 from claims.models import IssuedTicket
-from fairqueue.errors import Conflict, NotFound
+from fairqueue.errors import Conflict, ErrorCode, NotFound
 
 T = IssuedTicketStatus
 
@@ -33,11 +33,11 @@ def issued_ticket_check_in(
         else None
     )
     if ticket is None:
-        raise NotFound("No ticket has this code.", code="ticket_not_found")
+        raise NotFound("No ticket has this code.", code=ErrorCode.TICKET_NOT_FOUND)
     if str(ticket.event_id) != str(event_id):
         raise Conflict(
             f"This ticket is for another event: {ticket.event.name}.",
-            code="ticket_other_event",
+            code=ErrorCode.TICKET_OTHER_EVENT,
             details={"event_id": str(ticket.event_id), "event_name": ticket.event.name},
         )
     now = timezone.now()
@@ -60,7 +60,7 @@ def issued_ticket_check_in(
     if ticket.status == T.USED:
         raise Conflict(
             "Already used: this ticket was checked in before.",
-            code="ticket_already_used",
+            code=ErrorCode.TICKET_ALREADY_USED,
             details={
                 "checked_in_at": ticket.checked_in_at.isoformat() if ticket.checked_in_at else None,
                 "checked_in_by": ticket.checked_in_by,
@@ -68,6 +68,6 @@ def issued_ticket_check_in(
         )
     raise Conflict(
         "Void: this ticket was cancelled (refunded or released).",
-        code="ticket_void",
+        code=ErrorCode.TICKET_VOID,
         details={"voided_at": ticket.voided_at.isoformat() if ticket.voided_at else None},
     )
