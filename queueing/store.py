@@ -205,6 +205,13 @@ class QueueStore(RedisStore):
         return _float(self.r.get(self.rate_key(event_id)))
 
     @best_effort(None)
+    def last_tick_ms(self, *, event_id: object) -> int | None:
+        """When the event's last admission tick ran (ms), from its newest
+        rate sample; None when unknown (never ticked, or Redis wiped/down)."""
+        newest = self.r.lindex(self.ticks_key(event_id), 0)
+        return int(newest.split(":", 1)[0]) if newest else None
+
+    @best_effort(None)
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
         """None when Redis could not be asked."""
         return bool(self.r.exists(self.shuffled_key(event_id)))
@@ -280,6 +287,13 @@ class QueueStore(RedisStore):
                 yield chunk
             if cursor == 0:
                 return
+
+    @required
+    def members_page(self, *, key: str, start: int, count: int) -> list[tuple[str, int]]:
+        """(member, score) of one page of a sorted set, in its order (the
+        invariant check walks the waiting line this way)."""
+        page = self.r.zrange(key, start, start + count - 1, withscores=True)
+        return [(member, int(score)) for member, score in page]
 
     @required
     def remove_many(self, *, key: str, members: list[str]) -> int:

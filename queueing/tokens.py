@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from fairqueue.errors import Forbidden, Unauthenticated
+from fairqueue.errors import ErrorCode, Forbidden, Unauthenticated
 from fairqueue.tokens import ISSUER, sign, verify
 
 ADMISSION_AUDIENCE = "fairqueue:admission"
@@ -96,9 +96,15 @@ def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.U
             expires_at=datetime.fromtimestamp(claims["exp"], UTC),
         )
     except (KeyError, ValueError, TypeError) as exc:
-        raise Unauthenticated("The admission token is not valid.", code="invalid_token") from exc
+        raise Unauthenticated(
+            "The admission token is not valid.", code=ErrorCode.INVALID_TOKEN
+        ) from exc
     if admission.event_id != uuid.UUID(str(event_id)):
-        raise Forbidden("This admission token is for another event.", code="admission_invalid")
+        raise Forbidden(
+            "This admission token is for another event.", code=ErrorCode.ADMISSION_INVALID
+        )
     if admission.customer_id != uuid.UUID(str(customer_id)):
-        raise Forbidden("This admission token belongs to someone else.", code="admission_invalid")
+        raise Forbidden(
+            "This admission token belongs to someone else.", code=ErrorCode.ADMISSION_INVALID
+        )
     return admission

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
+from claims.services.issuing import issued_tickets_issue
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
-from fairqueue.errors import InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
 from inventory.selectors import event_has_free_ticket
 from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
@@ -23,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 
 def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
-    """CLAIMED -> CONFIRMED (conditional); InvalidTransition otherwise.
+    """CLAIMED -> CONFIRMED (conditional), and its tickets issued;
+    InvalidTransition otherwise.
 
     A claim past its expiry that the expiry task has not released yet still
     holds its tickets, so the payment arrived in time for them."""
@@ -32,12 +34,13 @@ def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
     )
     claim = Claim.objects.filter(pk=claim_id).first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     if not updated:
         raise InvalidTransition(
             f"A {claim.status} claim cannot be confirmed.",
             details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
         )
+    issued_tickets_issue(claim_id=claim.pk)
     return claim
 
 
@@ -53,7 +56,7 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
     the caller's transaction goes on."""
     claim = Claim.objects.filter(pk=claim_id).first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     if claim.status == ClaimStatus.CONFIRMED:
         return True
     if claim.status == ClaimStatus.CLAIMED:
@@ -70,6 +73,7 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
             )
             if updated:
                 _take_all(claim)
+                issued_tickets_issue(claim_id=claim.pk)
     except IntegrityError as exc:
         if not is_one_purchase_violation(exc):
             raise

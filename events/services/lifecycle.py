@@ -14,7 +14,7 @@ from events.models import Event, Organizer
 from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
-from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
 from inventory.services import inventory_sync_event
 
@@ -143,7 +143,7 @@ def event_update(*, event_id: object, **changes: object) -> Event:
     with pg_lock_timeout():
         event = Event.objects.select_for_update().filter(pk=event_id).first()
     if event is None:
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     if event.status == EventStatus.ENDED:
         raise InvalidTransition("An ended event cannot be changed.")
     if "currency" in changes:

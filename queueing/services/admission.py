@@ -52,6 +52,7 @@ from events.models import Event
 from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
 from fairqueue.locks import pg_lock_timeout, redis_lock
+from fairqueue.metrics import ADMISSION_TICK_DURATION, timed
 from inventory.selectors import event_free_tickets
 from queueing.domain import EndReason, QueueStatus, admission_capacity
 from queueing.models import QueueEntry
@@ -222,6 +223,7 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
     return Admitted(event, capacity, rows, expires_at, served)
 
 
+@timed(ADMISSION_TICK_DURATION, label_from="event_id")
 def admission_tick_event(*, event_id: uuid.UUID | str, use_lock: bool = True) -> TickReport:
     """One tick for one event, single-flight (the event's Redis lock; a held
     lock is waited for up to half a tick, then the tick is skipped). Safe to

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.utils import timezone
 
-from fairqueue.errors import Forbidden
+from fairqueue.errors import ErrorCode, Forbidden
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.selectors import admission_window_open
@@ -69,7 +69,7 @@ def admission_verify(
         customer_id=admission.customer_id,
     ).first()
     if entry is None or not admission_window_open(entry=entry, now=now):
-        raise Forbidden("The admission has expired.", code="admission_expired")
+        raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
     return entry
 
 

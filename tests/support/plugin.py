@@ -12,7 +12,7 @@ from fairqueue.redis import get_redis, make_client
 from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
-from tests.support.payments import Sandbox
+from tests.support.payments import PaidSale, Sandbox, Shop, make_paid_sale
 from tests.support.redis_server import RedisServer, app_redis
 from tests.support.signin import REQUEST_URL, code_from
 
@@ -42,6 +42,17 @@ def run_on_commit(django_capture_on_commit_callbacks):
     return run
 
 
+@pytest.fixture
+def eager_tasks():
+    """Celery tasks run where they are enqueued (tests have no worker)."""
+    from config.celery import app
+
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
 @pytest.fixture(scope="session")
 def sandbox_server() -> Iterator[SandboxServer]:
     from django.conf import settings
@@ -61,6 +72,13 @@ def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
     settings.PAYSTACK_MAX_ATTEMPTS = 3
     settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
     return Sandbox(sandbox_server)
+
+
+@pytest.fixture
+def paid_sale(api, client, sandbox, django_capture_on_commit_callbacks) -> PaidSale:
+    """An event sold through the API and the sandbox, one ticket left
+    (tests.support.payments.make_paid_sale)."""
+    return make_paid_sale(Shop(api, client, sandbox, django_capture_on_commit_callbacks))
 
 
 @pytest.fixture
