@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
+from fairqueue.errors import Busy
 from fairqueue.locks import pg_lock_timeout
 from queueing.domain import QueueStatus
 from queueing.models import AdmissionState, QueueEntry
@@ -82,16 +83,22 @@ def admission_state_ensure(*, event_id: uuid.UUID | str) -> None:
 def admission_clock_stop(*, event_id: uuid.UUID | str, at: datetime | None = None) -> None:
     """Redis was found unreachable while serving this event: its admission
     clock stops (if it runs). Cheap enough for every degraded request: one
-    conditional UPDATE, and a lookup when it matched nothing."""
+    conditional UPDATE, and a lookup when it matched nothing. Best effort:
+    if a tick holds the row past the lock timeout, the tick itself has just
+    looked at Redis and will stop the clock (or find Redis back)."""
     at = at or timezone.now()
-    stopped = AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
-        stopped_since=at
-    )
-    if not stopped and not AdmissionState.objects.filter(pk=event_id).exists():
-        admission_state_ensure(event_id=event_id)
-        AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
-            stopped_since=at
-        )
+    try:
+        with transaction.atomic(), pg_lock_timeout():
+            stopped = AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
+                stopped_since=at
+            )
+            if not stopped and not AdmissionState.objects.filter(pk=event_id).exists():
+                admission_state_ensure(event_id=event_id)
+                AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
+                    stopped_since=at
+                )
+    except Busy:
+        logger.info("admission clock of event %s busy; the tick stops it", event_id)
 
 
 @dataclass
