@@ -8,6 +8,7 @@ organizer's events; superusers see all. Every write goes through
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -44,10 +45,13 @@ logger = logging.getLogger(__name__)
 
 def _organizer_ids(request: HttpRequest) -> frozenset[int]:
     """The organizers the user belongs to (read once per request)."""
-    cached = getattr(request, "_fq_organizer_ids", None)
+    cached: frozenset[int] | None = getattr(request, "_fq_organizer_ids", None)
     if cached is None:
-        cached = frozenset(request.user.organizers.values_list("id", flat=True))
-        request._fq_organizer_ids = cached
+        user = request.user
+        cached = frozenset(
+            user.organizers.values_list("id", flat=True) if user.is_authenticated else ()
+        )
+        request._fq_organizer_ids = cached  # type: ignore[attr-defined]  # a per-request cache
     return cached
 
 
@@ -57,7 +61,7 @@ def _manages(request: HttpRequest, event: Event | None) -> bool:
     return event.organizer_id in _organizer_ids(request)
 
 
-def _queue_length(event_id: object) -> int | None:
+def _queue_length(event_id: uuid.UUID) -> int | None:
     """Waiting customers, or None while Redis is down."""
     try:
         return queue_length(event_id=event_id)
@@ -75,7 +79,7 @@ class EventAdminForm(forms.ModelForm):
         fields = sorted(EVENT_EDITABLE_FIELDS)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         errors = sale_window_errors(
             sale_start=data.get("sale_start"),
             sale_end=data.get("sale_end"),
@@ -95,6 +99,7 @@ class TierInlineForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in ("price", "inventory"):
             field = self.fields[name]
+            assert isinstance(field, forms.IntegerField)  # the models' integer fields
             field.min_value = 1
             field.validators.append(MinValueValidator(1))
             field.widget.attrs["min"] = 1
@@ -313,7 +318,7 @@ class EventAdmin(admin.ModelAdmin):
         obj._state.adding, obj._state.db = False, event._state.db
 
     def save_formset(
-        self, request: HttpRequest, form: forms.Form, formset: Any, change: bool
+        self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool
     ) -> None:
         if formset.model is not TicketTier:
             return super().save_formset(request, form, formset, change)
@@ -453,4 +458,4 @@ class OrganizerAdmin(admin.ModelAdmin):
 
     @admin.display(description="members", ordering="member_count_n")
     def member_count(self, organizer: Organizer) -> int:
-        return organizer.member_count_n
+        return organizer.member_count_n  # type: ignore[attr-defined]  # get_queryset's annotation

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
@@ -89,7 +90,7 @@ def not_found_page(request: HttpRequest, message: str) -> HttpResponse:
 
 def event_list_page(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for event in events_public()[:200]:
         prices = [tier.price for tier in event.tiers.all()]
         rows.append(

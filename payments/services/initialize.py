@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -120,7 +121,7 @@ def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> Payme
     return PaymentStart(payment, created=True)
 
 
-def _initialize_request(payment: Payment) -> dict:
+def _initialize_request(payment: Payment) -> dict[str, Any]:
     return {
         "email": payment.email,
         "amount": payment.amount,
