@@ -8,14 +8,26 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test lint services clean
+.PHONY: run test lint services clean tools
 
 # The whole system: embedded services, migrations, demo data, web, ws, worker, beat, sandbox.
 run: $(STAMP)
 	$(VENV_PY) -m fairqueue.devstack run
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(VENV_PY) -m fairqueue.devstack test -- pytest $(PYTEST_ARGS)
+
+# System tools the tests use: promtool (Prometheus' own checker, run on the
+# /metrics output and the alert rules) from Debian's prometheus package.
+tools:
+	@command -v promtool >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "promtool is missing: sudo apt-get install prometheus (Debian/Ubuntu)" >&2; exit 1; \
+		fi; \
+		echo "installing promtool (Debian package prometheus)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	}
 
 # mypy's Django plugin imports the settings, which want both URLs; nothing connects.
 lint: $(STAMP)

@@ -11,6 +11,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from fairqueue.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -56,6 +58,8 @@ INSTALLED_APPS = [
 # Django's own middleware; the four cookie ones skip /api/ (bearer tokens only),
 # see fairqueue/middleware.py.
 MIDDLEWARE = [
+    # First: times the whole request and logs one line for it.
+    "fairqueue.requestlog.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -239,11 +243,20 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 LOGIN_URL = "admin:login"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# --- Logs and metrics ----------------------------------------------------------
+# One line per HTTP request; plain text, or one JSON object per line with
+# LOG_FORMAT=json (fairqueue/logs.py). Celery's processes use the same config.
+LOGGING = logging_config(
+    level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="plain")
+)
+# GET /metrics: open to loopback callers when METRICS_TOKEN is empty (make
+# run), else only with "Authorization: Bearer <METRICS_TOKEN>".
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# /readyz: how long it waits for a Celery worker to answer a ping.
+READYZ_WORKER_TIMEOUT_SECONDS = env.float("READYZ_WORKER_TIMEOUT_SECONDS", default=1.0)
+# Where the Celery worker and beat touch their heartbeat files (the compose
+# healthchecks read them: python -m console.probe worker|beat).
+HEARTBEAT_DIR = env.str("HEARTBEAT_DIR", default="")
+# Celery worker and beat serve their own metrics on this port when set
+# (docker compose, where each container is scraped); 0 = off.
+CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)

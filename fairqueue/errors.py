@@ -74,6 +74,7 @@ class ErrorCode(StrEnum):
     SOLD_OUT = "sold_out"
     CLAIM_EXPIRED = "claim_expired"
     CLAIM_NOT_PAYABLE = "claim_not_payable"
+    PAYMENT_IN_FLIGHT = "payment_in_flight"
     # Payments.
     PAYMENT_NOT_FOUND = "payment_not_found"
     ALREADY_PAID = "already_paid"

@@ -4,12 +4,14 @@ arrives or any of them (or an embedded service) dies. Also the wait of `services
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from fairqueue.devstack.processes import (
@@ -72,6 +74,17 @@ def module_runnable(module: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__main__.py").is_file()
 
 
+def metrics_dir(env: dict[str, str]) -> Path:
+    """One prometheus-client multiprocess directory for every process of the
+    run, emptied first (values of a previous run's processes must not be
+    summed in), so /metrics on the web port counts web, ws, worker and beat."""
+    path = Path(env.get("PROMETHEUS_MULTIPROC_DIR") or REPO_ROOT / ".fairqueue" / "metrics")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+    return path
+
+
 def pump_output(name: str, width: int, stream: IO[bytes], lock: threading.Lock) -> None:
     """Copy a child's output to ours line by line, each line prefixed with `name |`."""
     prefix = f"{name:<{width}} | "
@@ -99,6 +112,7 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
             "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
         )
 
+    metrics_dir(env)
     for step in (["migrate", "--noinput"], ["bootstrap_demo"]):
         code = run_foreground([sys.executable, str(MANAGE_PY), *step], env, watch)
         watch.check()

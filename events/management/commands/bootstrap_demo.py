@@ -13,6 +13,9 @@ ORGANIZER_GROUP = "Organizers"
 ORGANIZER_PERMISSIONS = [
     ("events", "event", ("add", "change", "view")),
     ("events", "tickettier", ("add", "change", "view", "delete")),
+    # The console's orders and buyers lists ("change" = release unpaid orders).
+    ("console", "order", ("view", "change")),
+    ("console", "buyer", ("view",)),
 ]
 
 
