@@ -52,6 +52,10 @@ def _beat_schedule() -> dict:
             "schedule": every["reconcile"],
         },
         "records-purge": {"task": "customers.tasks.records_purge", "schedule": 3600.0},
+        "confirmation-emails-sweep": {
+            "task": "storefront.tasks.confirmation_emails_sweep",
+            "schedule": 300.0,
+        },
     }
 
 

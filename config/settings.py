@@ -26,7 +26,10 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://localhost:8000")
+# Base of absolute links (payment callback, emails). Empty: the host the
+# customer used (fairqueue/public_url.py), so a phone on the LAN can pay.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
+PORT = env.int("PORT", default=8000)
 # Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
 # Empty: the page's own host, on WS_PORT when that is set (`make run` serves
 # daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
@@ -43,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
     "channels",
     "django_celery_beat",
     "customers",
@@ -218,6 +222,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Each status field's choices under its own name (they all share "status").
     "ENUM_NAME_OVERRIDES": {
         "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
