@@ -112,7 +112,7 @@ def _release(lock: Lock) -> None:
 
 
 @best_effort(None)
-def _release_token(lock: Lock, token: bytes) -> None:
+def _release_token(lock: Lock, token: str) -> None:
     # LockError: expired, or taken by someone else since: not ours to release.
     with contextlib.suppress(LockError):
         lock.do_release(token)
@@ -164,7 +164,7 @@ def release(lock: Lock) -> None:
 def release_token(key: str, token: str) -> None:
     """Release a lock taken elsewhere (e.g. inside a Lua script) with ``token``,
     by redis-py's own owner-checked release. Never raises."""
-    _release_token(_lock(key, 1), token.encode() if isinstance(token, str) else token)
+    _release_token(_lock(key, 1), token)
 
 
 # --- single flight of periodic tasks ---------------------------------------------
@@ -233,7 +233,7 @@ def single_flight(name: str, *, ttl_s: float) -> Callable[[Callable[P, T]], Call
                     return SKIPPED
                 return fn(*args, **kwargs)
 
-        run.lock_ttl_s = ttl_s  # type: ignore[attr-defined]  (read by the time-limit test)
+        run.lock_ttl_s = ttl_s  # type: ignore[attr-defined]  # read by the time-limit test
         return run
 
     return decorate

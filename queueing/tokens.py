@@ -81,7 +81,9 @@ def admission_tokens_issue(
     return tokens
 
 
-def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.UUID) -> Admission:
+def admission_token_read(
+    *, token: str, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
+) -> Admission:
     """Signature, audience, event and customer. Whether the entry is still
     admitted, its window still open, is the caller's second check, and the
     authority: the token's ``exp`` is when the window was due to end when it

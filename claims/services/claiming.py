@@ -162,7 +162,11 @@ def claim_create(
 
 
 def _claim_without_redis(
-    *, tier: TierSnapshot, entry_id: object, customer_id: object, quantity: int
+    *,
+    tier: TierSnapshot,
+    entry_id: uuid.UUID | str,
+    customer_id: uuid.UUID | str,
+    quantity: int,
 ) -> Claim:
     """Redis is unreachable: no counter, no per-customer lock, the Postgres
     transaction decides alone. Two claims of one customer meet at the
@@ -195,7 +199,7 @@ class ClaimLock:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
 
 
-def _tier_of_event(*, event_id: object, tier_id: object) -> TierSnapshot:
+def _tier_of_event(*, event_id: uuid.UUID | str, tier_id: uuid.UUID | str) -> TierSnapshot:
     tier = tier_snapshot(tier_id=tier_id)
     if tier is not None and str(tier.event_id) == str(event_id):
         return tier
@@ -228,7 +232,7 @@ def _reserve_again(
     return answer
 
 
-def _mark_sold_out_if_none_left(event_id: object) -> None:
+def _mark_sold_out_if_none_left(event_id: uuid.UUID | str) -> None:
     if not event_has_free_ticket(event_id=event_id):
         event_mark_sold_out(event_id=event_id)
 
@@ -248,8 +252,8 @@ def _finish_quietly(
 def _claim_insert(
     *,
     tier: TierSnapshot,
-    entry_id: object,
-    customer_id: object,
+    entry_id: uuid.UUID | str,
+    customer_id: uuid.UUID | str,
     quantity: int,
     reservation_id: str,
 ) -> Claim:

@@ -63,7 +63,9 @@ def claim_release(
     return claim
 
 
-def tickets_returned_on_commit(*, event_id: object, returned: dict[object, int]) -> None:
+def tickets_returned_on_commit(
+    *, event_id: uuid.UUID | str, returned: dict[uuid.UUID, int]
+) -> None:
     """Once the transaction that freed ticket rows commits: the Redis counters
     get them back (best effort: the inventory reconciliation heals a lost
     give-back, and a sync running meanwhile does not wipe it) and a SOLD_OUT

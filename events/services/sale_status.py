@@ -14,6 +14,7 @@ and its no-op "back on sale", then the flip, left SOLD_OUT with a free ticket.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -31,7 +32,7 @@ from inventory.services import inventory_sync_event
 logger = logging.getLogger(__name__)
 
 
-def _locked_status(event_id: object) -> str | None:
+def _locked_status(event_id: uuid.UUID | str) -> str | None:
     with pg_lock_timeout():
         return (
             Event.objects.select_for_update(no_key=True)
@@ -41,14 +42,16 @@ def _locked_status(event_id: object) -> str | None:
         )
 
 
-def _flip(event_id: object, *, source: EventStatus, target: EventStatus, push: str) -> None:
+def _flip(
+    event_id: uuid.UUID | str, *, source: EventStatus, target: EventStatus, push: str
+) -> None:
     Event.objects.filter(pk=event_id, status=source).update(
         status=target, updated_at=timezone.now()
     )
     push_after_commit(event_group(event_id), {"type": push, "event_id": str(event_id)})
 
 
-def event_mark_sold_out(*, event_id: object) -> bool:
+def event_mark_sold_out(*, event_id: uuid.UUID | str) -> bool:
     """ACTIVE -> SOLD_OUT when no tier has a free ticket left in Postgres.
     Returns True when this call made the change. Busy when the event's row
     stays locked past the lock timeout."""
@@ -61,7 +64,7 @@ def event_mark_sold_out(*, event_id: object) -> bool:
     return True
 
 
-def event_mark_available(*, event_id: object) -> bool:
+def event_mark_available(*, event_id: uuid.UUID | str) -> bool:
     """SOLD_OUT -> ACTIVE when tickets came back (invariant 4). Busy when
     the event's row stays locked past the lock timeout."""
     with transaction.atomic():

@@ -8,6 +8,7 @@ together or not at all.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 P = PaymentStatus
 
 
-def payment_lock(*, payment_id: object) -> Payment:
+def payment_lock(*, payment_id: uuid.UUID | str) -> Payment:
     """The payment row, locked until the caller's transaction ends (a wait
     past the lock timeout is 503 busy)."""
     with pg_lock_timeout():
@@ -54,7 +55,7 @@ def apply_success(
     never confirmed (invariant 7)."""
     if payment.status in (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUNDED):
         return payment  # already settled: a repeat is a no-op
-    paid = {
+    paid: dict[str, Any] = {
         "paid_amount": amount if isinstance(amount, int) else None,
         "paid_currency": str(currency or "")[:3].upper(),
         "gateway_transaction_id": transaction_id[:64],

@@ -42,6 +42,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -116,14 +117,14 @@ def _lock_wait_seconds() -> float:
     """How long a tick waits for the lock before it gives up its turn: up to
     half a tick, so a full queue reconciliation holding the lock (2.3 s at
     1,000,000 waiting) delays a tick instead of costing it."""
-    return min(3.0, settings.ADMISSION_INTERVAL_SECONDS / 2)
+    return min(3.0, float(settings.ADMISSION_INTERVAL_SECONDS) / 2)
 
 
 def _lock_ttl_s() -> float:
     """Short: a tick takes well under a second, and the event row lock makes
     an overlap harmless, so the lock only needs to outlive one tick. Its TTL
     is how long a worker killed mid-tick stops admission of that event."""
-    return max(5.0, settings.ADMISSION_INTERVAL_SECONDS * 2)
+    return max(5.0, float(settings.ADMISSION_INTERVAL_SECONDS) * 2)
 
 
 def _ms(dt: datetime) -> int:
@@ -308,7 +309,7 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
 
     expires_iso = expires_at.isoformat()
     tokens = admission_tokens_issue(event_id=event.pk, expires_at=expires_at, entries=rows)
-    messages = [
+    messages: list[tuple[str, dict[str, Any]]] = [
         (
             customer_group(event_id, customer_id),
             {
@@ -375,7 +376,7 @@ def _windows_given_back(event_id: uuid.UUID | str, clock: ClockAnswer) -> None:
                     "type": "admitted",
                     "event_id": str(event_id),
                     "admission_token": admission_token_issue(
-                        event_id=event_id,
+                        event_id=uuid.UUID(str(event_id)),
                         customer_id=customer_id,
                         queue_entry_id=entry_id,
                         expires_at=until,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -54,15 +55,15 @@ def admission_verify(
     ):
         # Built from the token and Redis, no database read: id, event_id,
         # customer_id, status and admission_expires_at are set, nothing else.
-        entry = QueueEntry(
+        known = QueueEntry(
             id=admission.queue_entry_id,
             event_id=admission.event_id,
             customer_id=admission.customer_id,
             status=QueueStatus.ADMITTED,
             admission_expires_at=datetime.fromtimestamp(until_ms / 1000, UTC),
         )
-        entry._state.adding, entry._state.db = False, "default"
-        return entry
+        known._state.adding, known._state.db = False, "default"
+        return known
     entry = QueueEntry.objects.filter(
         pk=admission.queue_entry_id,
         event_id=admission.event_id,
@@ -78,7 +79,7 @@ def queue_entry_complete(*, entry_id: uuid.UUID | str) -> bool:
     open by the stopped admission clock). Call it inside the claim
     transaction: False means the admission is no longer valid and the claim
     must not be made."""
-    params = {
+    params: dict[str, Any] = {
         "completed": QueueStatus.COMPLETED.value,
         "admitted": QueueStatus.ADMITTED.value,
         "now": timezone.now(),
@@ -86,7 +87,7 @@ def queue_entry_complete(*, entry_id: uuid.UUID | str) -> bool:
     }
     with connection.cursor() as cursor:
         cursor.execute(_COMPLETE_SQL, params)
-        return cursor.rowcount == 1
+        return bool(cursor.rowcount == 1)
 
 
 def admission_slot_release(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> None:

@@ -75,7 +75,7 @@ WINDOW_OPEN_SQL = f"""(
 
 def admission_state_ensure(*, event_id: uuid.UUID | str) -> None:
     """The event's row, made once (``served`` counted from the entries)."""
-    if not AdmissionState.objects.filter(pk=event_id).exists():
+    if not AdmissionState.objects.filter(event_id=event_id).exists():
         with connection.cursor() as cursor:
             cursor.execute(_ENSURE_SQL, {"event_id": event_id})
 
@@ -89,12 +89,12 @@ def admission_clock_stop(*, event_id: uuid.UUID | str, at: datetime | None = Non
     at = at or timezone.now()
     try:
         with transaction.atomic(), pg_lock_timeout():
-            stopped = AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
-                stopped_since=at
-            )
-            if not stopped and not AdmissionState.objects.filter(pk=event_id).exists():
+            stopped = AdmissionState.objects.filter(
+                event_id=event_id, stopped_since__isnull=True
+            ).update(stopped_since=at)
+            if not stopped and not AdmissionState.objects.filter(event_id=event_id).exists():
                 admission_state_ensure(event_id=event_id)
-                AdmissionState.objects.filter(pk=event_id, stopped_since__isnull=True).update(
+                AdmissionState.objects.filter(event_id=event_id, stopped_since__isnull=True).update(
                     stopped_since=at
                 )
     except Busy:
@@ -119,7 +119,7 @@ def admission_clock_advance(
         raise RuntimeError("admission_clock_advance runs inside the tick's transaction")
     admission_state_ensure(event_id=event_id)
     with pg_lock_timeout():
-        state = AdmissionState.objects.select_for_update().get(pk=event_id)
+        state = AdmissionState.objects.select_for_update().get(event_id=event_id)
     interval = timedelta(seconds=settings.ADMISSION_INTERVAL_SECONDS)
     since = state.stopped_since
     if state.last_tick_at is not None and now - state.last_tick_at > STALL_TICKS * interval:

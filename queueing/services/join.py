@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -68,7 +69,7 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def _event_for_queue(event_id: object) -> EventSnapshot:
+def _event_for_queue(event_id: uuid.UUID | str) -> EventSnapshot:
     event = event_snapshot(event_id=event_id)
     if event is None:
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
@@ -98,7 +99,7 @@ class JoinBar:
     error to raise for a barred customer."""
 
     sql: str
-    error: Callable[[object, object], AppError]
+    error: Callable[[uuid.UUID | str, uuid.UUID | str], AppError]
 
 
 _bar: JoinBar | None = None
@@ -129,7 +130,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     Hot path: one INSERT, one Redis round trip, the event from a 1 s cache."""
     event = _event_for_queue(event_id)
     now = timezone.now()
-    window = {"status": event.status, "now": now, "sale_start": event.sale_start}
+    window: dict[str, Any] = {"status": event.status, "now": now, "sale_start": event.sale_start}
     prequeue = in_prequeue(**window, prequeue_opens_at=event.prequeue_opens_at)
     if not prequeue and not is_on_sale(**window, sale_end=event.sale_end):
         raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
@@ -228,13 +229,13 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
     queue_store().leave(event_id=event_id, customer_id=customer_id)
 
 
-def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
+def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
     """An admitted customer who missed the push gets a (re-minted) token."""
     token = admission_token_issue(
         event_id=entry.event_id,
         customer_id=entry.customer_id,
         queue_entry_id=entry.id,
-        expires_at=entry.admission_expires_at,
+        expires_at=expires_at,
     )
     return PositionResult(
         status=QueueStatus.ADMITTED,
@@ -242,7 +243,7 @@ def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
         eta_seconds=0,
         served=served,
         admission_token=token,
-        admission_expires_at=entry.admission_expires_at,
+        admission_expires_at=expires_at,
     )
 
 
@@ -268,11 +269,14 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
         return PositionResult(
-            QueueStatus.WAITING, position, _eta(event, position, answer and answer.rate), served
+            QueueStatus.WAITING,
+            position,
+            _eta(event, position, answer.rate if answer else None),
+            served,
         )
-    now = timezone.now()
-    if admission_window_open(entry=entry, now=now):
-        return _admitted_answer(entry, served)
+    expires_at = entry.admission_expires_at
+    if expires_at is not None and admission_window_open(entry=entry, now=timezone.now()):
+        return _admitted_answer(entry, expires_at, served)
     if entry.status == QueueStatus.ADMITTED:  # lapsed; the tick has not expired it yet
         return PositionResult(
             QueueStatus.EXPIRED, None, None, served, reason=EndReason.ADMISSION_WINDOW.value

@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 _TABLE = QueueEntry._meta.db_table
 
 
-def _rows(event_id: uuid.UUID | str, status: QueueStatus, score_sql: str) -> Iterator[tuple]:
+def _rows(
+    event_id: uuid.UUID | str, status: QueueStatus, score_sql: str
+) -> Iterator[tuple[str, int]]:
     """(customer id as text, score) of every entry in ``status``, streamed
     through a server-side cursor (a million rows never sit in memory)."""
     sql = (
@@ -46,11 +48,11 @@ def _rows(event_id: uuid.UUID | str, status: QueueStatus, score_sql: str) -> Ite
             yield from batch
 
 
-def waiting_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+def waiting_rows(event_id: uuid.UUID | str) -> Iterator[tuple[str, int]]:
     return _rows(event_id, QueueStatus.WAITING, "score")
 
 
-def admitted_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+def admitted_rows(event_id: uuid.UUID | str) -> Iterator[tuple[str, int]]:
     # Score = admission expiry in ms, the same as the admission tick writes.
     return _rows(
         event_id,
@@ -69,7 +71,7 @@ REBUILD_LOCK_WAIT_S = 10.0
 REBUILD_LOCK_TTL_S = 120.0
 
 
-def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
+def queue_rebuild(*, event_id: uuid.UUID | str) -> dict[str, int | float | str]:
     """Re-add the waiting and admitted sets where Redis has fewer members
     than Postgres, with their exact scores (so the exact order), under the
     event's admission lock. Idempotent: ZADD of the same member and score
@@ -83,10 +85,10 @@ def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
         return _rebuild(event_id)
 
 
-def _rebuild(event_id: uuid.UUID | str) -> dict:
+def _rebuild(event_id: uuid.UUID | str) -> dict[str, int | float | str]:
     store = queue_store()
     started = time.perf_counter()
-    report: dict = {"waiting_added": 0, "admitted_added": 0}
+    report: dict[str, int | float | str] = {"waiting_added": 0, "admitted_added": 0}
     sizes = store.sizes(event_id=event_id)
     if sizes is None:
         return {"skipped": "redis_unavailable"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from datetime import timedelta
 
 from django.conf import settings
@@ -54,7 +55,9 @@ def _drop_stale(event_id: uuid.UUID | str, key: str, status: QueueStatus) -> int
     return store.remove_many(key=key, members=stale) if stale else 0
 
 
-def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None) -> dict:
+def queue_reconcile_event(
+    *, event_id: uuid.UUID | str, full: bool | None = None
+) -> Mapping[str, int | str]:
     """Make Redis agree with Postgres for one event: re-add missing WAITING and
     ADMITTED entries, drop members that are neither any more.
 
@@ -115,11 +118,11 @@ def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None
         return report
 
 
-def queue_reconcile_all() -> dict[str, dict]:
+def queue_reconcile_all() -> dict[str, Mapping[str, int | str]]:
     """Every live event; entries left live on ended events (a join that
     raced ``event_end``) are closed; and the Redis sets of events that ended
     in the last hour are dropped again."""
-    reports: dict[str, dict] = {}
+    reports: dict[str, Mapping[str, int | str]] = {}
     live = Event.objects.filter(status__in=EVENT_LIVE_STATUSES).values_list("id", flat=True)
     for event_id in live:
         try:
