@@ -128,12 +128,16 @@ class Shopper:
             return "lapsed"
         claim = None
         for tier_id in self.tiers:
-            status, claim = self.call(
-                "post",
-                f"/api/v1/events/{self.event_id}/claims/",
-                {"admission_token": body["admission_token"], "tier_id": tier_id, "quantity": 1},
-                HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
-            )
+            for _ in range(50):  # 503 busy: tickets held by claims in flight; retry
+                status, claim = self.call(
+                    "post",
+                    f"/api/v1/events/{self.event_id}/claims/",
+                    {"admission_token": body["admission_token"], "tier_id": tier_id, "quantity": 1},
+                    HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+                )
+                if status != 503:
+                    break
+                time.sleep(0.05)
             if status == 201:
                 break
             assert status in (409, 410, 403), claim  # sold out / expired, never a 500
