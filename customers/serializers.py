@@ -3,13 +3,24 @@ from rest_framework import serializers
 from customers.services import CODE_DIGITS
 from fairqueue.api import StrictSerializer
 
+NONCE_FIELD = {
+    "max_length": 64,
+    "help_text": "The nonce the request answered with: the code only works for that client.",
+}
+
 
 class OtpRequestSerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
+    nonce = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="To resend: the nonce of this client's last request (its code is replaced).",
+    )
 
 
 class OtpVerifySerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
+    nonce = serializers.CharField(**NONCE_FIELD)
     code = serializers.RegexField(
         rf"^\d{{{CODE_DIGITS}}}$",
         help_text=f"The {CODE_DIGITS}-digit code from the email.",
@@ -21,6 +32,9 @@ class OtpSentSerializer(serializers.Serializer):
     status = serializers.CharField(help_text='Always "sent", whether or not the address is known.')
     expires_in = serializers.IntegerField(help_text="Seconds the code stays valid.")
     resend_after = serializers.IntegerField(help_text="Seconds before another code may be asked.")
+    nonce = serializers.CharField(
+        help_text="Send it with the code to otp/verify/ (and to otp/request/ to resend)."
+    )
 
 
 class SignInSerializer(serializers.Serializer):
@@ -32,3 +46,11 @@ class SignInSerializer(serializers.Serializer):
 class MeSerializer(serializers.Serializer):
     customer_id = serializers.UUIDField()
     email = serializers.EmailField()
+
+
+class LogoutSerializer(StrictSerializer):
+    everywhere = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Sign out every token of this customer, not only this one.",
+    )

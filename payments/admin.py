@@ -172,3 +172,10 @@ class WebhookReceiptAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ("event_type",)
     search_fields = ("=reference",)
     readonly_fields = [f.name for f in WebhookReceipt._meta.fields]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookReceipt]:
+        # A receipt for an unknown reference (no payment) names no organizer:
+        # platform staff only.
+        return organizer_scope(
+            request, super().get_queryset(request), "payment__claim__event__organizer_id"
+        )

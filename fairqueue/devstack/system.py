@@ -4,6 +4,7 @@ arrives or any of them (or an embedded service) dies. Also the wait of `services
 
 from __future__ import annotations
 
+import secrets
 import signal
 import subprocess
 import sys
@@ -98,6 +99,13 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
         env.setdefault(
             "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
         )
+        # The sandbox's control API wants a token; nothing outside this run knows it.
+        env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
+        # The bot challenge (off unless CHALLENGE_PROVIDER is set) checks
+        # tokens with the sandbox's test verifier, never Cloudflare.
+        sandbox_url = f"http://127.0.0.1:{env['SANDBOX_PORT']}"
+        env.setdefault("CHALLENGE_VERIFY_URL", f"{sandbox_url}/challenge/siteverify")
+        env.setdefault("CHALLENGE_SCRIPT_URL", f"http://localhost:{env['SANDBOX_PORT']}/challenge/api.js")
 
     for step in (["migrate", "--noinput"], ["bootstrap_demo"]):
         code = run_foreground([sys.executable, str(MANAGE_PY), *step], env, watch)

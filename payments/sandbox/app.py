@@ -50,6 +50,7 @@ from typing import Any
 
 import requests
 
+from payments.sandbox.challenge import challenge
 from payments.sandbox.control import DEFAULT_CONFIG, control
 from payments.sandbox.http import Response, StartResponse, fail, json_response, now_iso, with_query
 
@@ -122,6 +123,8 @@ class SandboxGateway:
             return fail("405 Method Not Allowed", "Use POST")
         if parts[:1] == ["_sandbox"]:
             return control(self, method, parts[1:], environ)
+        if parts[:1] == ["challenge"]:  # the bot challenge's test verifier
+            return challenge(self, method, parts[1:], environ)
         if parts == [] and method == "GET":
             return json_response("200 OK", {"status": True, "message": "FairQueue sandbox gateway"})
         return fail("404 Not Found", "Not found")

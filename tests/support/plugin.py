@@ -81,13 +81,14 @@ def closed_port() -> int:
 
 @pytest.fixture
 def request_code(api, mailoutbox):
-    """Ask for a code through the API; returns the code that was emailed."""
+    """Ask for a code through the API; returns (the code that was emailed,
+    the nonce the answer bound it to)."""
 
-    def _request(email: str) -> str:
+    def _request(email: str, **body: str) -> tuple[str, str]:
         sent_before = len(mailoutbox)
-        response = api.post(REQUEST_URL, {"email": email}, format="json")
+        response = api.post(REQUEST_URL, {"email": email, **body}, format="json")
         assert response.status_code == 202, response.content
         assert len(mailoutbox) == sent_before + 1
-        return code_from(mailoutbox[-1])
+        return code_from(mailoutbox[-1]), response.json()["nonce"]
 
     return _request
