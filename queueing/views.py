@@ -60,6 +60,7 @@ class QueueView(HotPathView):
                 "already_in_queue, event_not_on_sale, or already_claimed "
                 "(details.claim_id names the claim that holds the tickets)"
             ),
+            503: error("challenge_unavailable or busy: retry shortly."),
         },
     )
     def post(self, request: Request, event_id: str) -> Response:

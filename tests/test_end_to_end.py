@@ -73,9 +73,13 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
     email = "ada@example.test"
 
     # Sign in with the emailed one-time code.
-    assert api(base, "POST", "auth/otp/request/", json={"email": email}).status_code == 202
+    requested = api(base, "POST", "auth/otp/request/", json={"email": email})
+    assert requested.status_code == 202
     code = re.search(r"\b(\d{6})\b", mail.outbox[-1].body).group(1)
-    signed_in = api(base, "POST", "auth/otp/verify/", json={"email": email, "code": code})
+    nonce = requested.json()["nonce"]
+    signed_in = api(
+        base, "POST", "auth/otp/verify/", json={"email": email, "code": code, "nonce": nonce}
+    )
     assert signed_in.status_code == 200, signed_in.text
     token = signed_in.json()["token"]
 
@@ -85,9 +89,14 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
     assert joined.json()["status"] == "WAITING"
     assert joined.json()["position"] == 1
 
-    # Listen on the WebSocket while the admission tick runs.
+    # Listen on the WebSocket (opened with a single-use ticket) while the
+    # admission tick runs.
+    issued = api(base, "POST", f"events/{event.id}/queue/ws-ticket/", token)
+    assert issued.status_code == 201, issued.text
+    ticket = issued.json()["ticket"]
+
     async def admitted_over_websocket() -> dict:
-        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?token={token}")
+        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?ticket={ticket}")
         connected, _ = await ws.connect()
         assert connected
         snapshot = await ws.receive_json_from(timeout=5)

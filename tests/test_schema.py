@@ -26,11 +26,13 @@ BODY = {400, 413, 415, 422}
 IDEMPOTENT = {409, 422}
 DOCUMENTED_ERRORS = {
     ("get", "/api/v1/auth/me/"): {401},
-    ("post", "/api/v1/auth/otp/request/"): BODY | {429, 503},
-    ("post", "/api/v1/auth/otp/verify/"): BODY | {403, 429},
+    ("post", "/api/v1/auth/otp/request/"): BODY | {403, 429, 503},
+    ("post", "/api/v1/auth/otp/verify/"): BODY | {403, 429, 503},
+    ("post", "/api/v1/auth/logout/"): BODY | {401},
     ("get", "/api/v1/events/"): {401},
     ("get", "/api/v1/events/{event_id}/"): {401, 404},
-    ("post", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
+    ("post", "/api/v1/events/{event_id}/queue/"): {401, 403, 404, 409, 503},
+    ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 503},
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
     ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404},
     ("post", "/api/v1/events/{event_id}/claims/"): BODY | IDEMPOTENT | {401, 403, 404, 410, 503},
