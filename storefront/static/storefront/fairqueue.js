@@ -51,12 +51,19 @@
     var s = session.get();
     if (s && !options.anonymous) headers["Authorization"] = "Bearer " + s.token;
     if (options.idempotencyKey) headers["Idempotency-Key"] = options.idempotencyKey;
+    if (options.challenge) {
+      // The bot challenge's widget (when the site has it on) leaves its token
+      // here; a token works once, so the widget is reset after the call.
+      var answer = document.querySelector("[name=cf-turnstile-response]");
+      if (answer && answer.value) headers["X-Challenge-Token"] = answer.value;
+    }
     var init = { method: method, headers: headers, credentials: "omit", cache: "no-store" };
     if (options.body !== undefined) {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(options.body);
     }
     return window.fetch(path, init).then(function (response) {
+      if (options.challenge && window.turnstile && window.turnstile.reset) window.turnstile.reset();
       var retryAfter = parseInt(response.headers.get("Retry-After") || "", 10);
       return response.text().then(function (text) {
         var data = null;
@@ -171,8 +178,11 @@
     out.className = "secondary";
     out.textContent = "Sign out";
     out.addEventListener("click", function () {
-      session.clear();
-      window.location.reload();
+      // The server forgets the token too (a copy left anywhere stops working).
+      api("POST", "/api/v1/auth/logout/").then(function () {
+        session.clear();
+        window.location.reload();
+      });
     });
     box.appendChild(who);
     box.appendChild(out);

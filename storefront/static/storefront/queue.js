@@ -129,15 +129,34 @@
     openSocket();
   }
 
+  /* The socket's URL with a fresh single-use ticket (POST .../ws-ticket/):
+     never the customer token, which proxies would log with the URL.
+     Resolves to null when no ticket could be had (then: socketDown). */
+  function socketUrl() {
+    return FQ.api("POST", API + "events/" + EVENT + "/queue/ws-ticket/").then(function (r) {
+      if (!r.ok) return r.status === 401 ? { refused: true } : null;
+      var base = cfg.ws_url;
+      if (window.location.protocol === "https:") base = base.replace(/^ws:/, "wss:");
+      return { url: base + "/ws/events/" + EVENT + "/queue/?ticket=" + encodeURIComponent(r.data.ticket) };
+    });
+  }
+
   function openSocket() {
     reconnectTimer = null;
     var s = FQ.session.get();
     if (!s || !socketWanted) return;
-    var base = cfg.ws_url;
-    if (window.location.protocol === "https:") base = base.replace(/^ws:/, "wss:");
+    socketUrl().then(function (target) {
+      if (!socketWanted || socket) return;
+      if (!target) { socketDown(null); return; }
+      if (target.refused) { socketDown("signed_out"); return; }
+      openSocketAt(target.url);
+    });
+  }
+
+  function openSocketAt(url) {
     var ws;
     try {
-      ws = new WebSocket(base + "/ws/events/" + EVENT + "/queue/?token=" + encodeURIComponent(s.token));
+      ws = new WebSocket(url);
     } catch (e) {
       socketDown(null);
       return;
@@ -164,7 +183,9 @@
 
   function socketDown(code) {
     if (!socketWanted) return;
-    if (code === 4401) {  // the customer token is no longer valid
+    // The ticket endpoint refused the customer token (a socket closed with
+    // 4401 only had a spent or late ticket: it retries with a new one).
+    if (code === "signed_out") {
       FQ.session.clear();
       FQ.renderAccount();
       stopLive();
@@ -343,7 +364,7 @@
     setError("");
     busy(button, true, "Joining…");
     rejoin.disabled = true;
-    FQ.api("POST", API + "events/" + EVENT + "/queue/").then(function (r) {
+    FQ.api("POST", API + "events/" + EVENT + "/queue/", { challenge: true }).then(function (r) {
       busy(button, false, "Join the queue");
       rejoin.disabled = false;
       if (r.ok) { applyPosition(r.data); return; }

@@ -6,6 +6,8 @@
   var emailForm = el("email-form"), codeForm = el("code-form");
   var errorBox = el("signin-error"), noticeBox = el("signin-notice");
   var resendTimer = null, resendAt = 0;
+  // Binds the emailed code to this page: otp/verify/ must send it back.
+  var nonce = null;
 
   el("email-button").disabled = false;
   el("code-button").disabled = false;
@@ -67,7 +69,9 @@
   function requestCode(email, button, idleText) {
     clearMessages();
     busy(button, true, "Sending…");
-    return FQ.api("POST", cfg.api + "auth/otp/request/", { body: { email: email }, anonymous: true })
+    var body = { email: email };
+    if (nonce && el("code-email").textContent === email) body.nonce = nonce;  // a resend
+    return FQ.api("POST", cfg.api + "auth/otp/request/", { body: body, anonymous: true, challenge: true })
       .then(function (r) {
         busy(button, false, idleText);
         if (!r.ok) {
@@ -76,6 +80,7 @@
           if (r.error.code === "otp_resend_too_soon") showCodeForm(email, r.retryAfter);
           return;
         }
+        nonce = r.data.nonce;
         var minutes = Math.round((r.data.expires_in || 600) / 60);
         showCodeForm(email, r.data.resend_after);
         noticeBox.textContent = "Code sent. It works for " + minutes + " minute" + (minutes === 1 ? "" : "s") + ".";
@@ -126,7 +131,7 @@
     clearMessages();
     var button = el("code-button");
     busy(button, true, "Signing in…");
-    FQ.api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code }, anonymous: true })
+    FQ.api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code, nonce: nonce }, anonymous: true })
       .then(function (r) {
         if (!r.ok) {
           busy(button, false, "Sign in");
