@@ -119,6 +119,7 @@ def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 PY = sys.executable
 
+
 @pytest.mark.slow
 def test_a_correct_production_environment_passes_the_deploy_checks():
     result = run(

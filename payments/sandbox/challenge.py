@@ -4,10 +4,11 @@ challenge runs end to end with no internet (``make run`` points
 CHALLENGE_VERIFY_URL and CHALLENGE_SCRIPT_URL here).
 
 - ``POST /challenge/siteverify`` (form or JSON: ``secret``, ``response``,
-  ``remoteip``) -> ``{"success": bool, "error-codes": [...]}``. A token
-  passes once: one the stand-in widget made (``sandbox-pass.*``) or
-  Cloudflare's documented dummy token (``XXXX.DUMMY.TOKEN.XXXX``); a second
-  use is ``timeout-or-duplicate``, anything else ``invalid-input-response``.
+  ``remoteip``) -> ``{"success": bool, "error-codes": [...]}``. A token the
+  stand-in widget made (``sandbox-pass.*``) passes once, a second use is
+  ``timeout-or-duplicate``; Cloudflare's documented dummy token
+  (``XXXX.DUMMY.TOKEN.XXXX``) always passes, as it does with Cloudflare's
+  test keys; anything else is ``invalid-input-response``.
   Cloudflare's test secrets behave as documented: ``2x000...AA`` always
   fails, ``3x000...AA`` always answers ``timeout-or-duplicate``.
 - ``GET /challenge/api.js``: a ``window.turnstile`` that draws a checkbox in
@@ -98,9 +99,9 @@ def siteverify(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
                 codes.append("invalid-input-response")
             elif secret == ALWAYS_SPENT_SECRET or token in spent:
                 codes.append("timeout-or-duplicate")
-            elif token == DUMMY_TOKEN or token.startswith(SANDBOX_TOKEN_PREFIX):
+            elif token.startswith(SANDBOX_TOKEN_PREFIX):
                 spent.add(token)
-            else:
+            elif token != DUMMY_TOKEN:
                 codes.append("invalid-input-response")
     body: dict[str, Any] = {"success": not codes, "error-codes": codes}
     if not codes:

@@ -89,9 +89,7 @@ def test_a_slow_cache_fill_cannot_undo_a_sign_out_everywhere(api):
     assert api.get(ME, **auth(old)).status_code == 401
 
 
-def test_the_hot_path_reads_no_database_while_redis_has_the_state(
-    api, django_assert_num_queries
-):
+def test_the_hot_path_reads_no_database_while_redis_has_the_state(api, django_assert_num_queries):
     customer = CustomerFactory()
     token = token_for(customer)
     with django_assert_num_queries(2):  # first request: version + revoked tokens, cached

@@ -370,8 +370,7 @@ def _per_minute(scope: str) -> int:
 
 def test_one_address_behind_a_carrier_nat_signs_in_30_people_a_minute(api, mailoutbox):
     answers = [
-        api.post(REQUEST_URL, {"email": f"person{i}@example.com"}, format="json")
-        for i in range(30)
+        api.post(REQUEST_URL, {"email": f"person{i}@example.com"}, format="json") for i in range(30)
     ]
     assert [a.status_code for a in answers] == [202] * 30
     assert len(mailoutbox) == 30
@@ -471,7 +470,6 @@ def test_rate_limits_fail_closed_when_redis_is_down(api, mailoutbox, monkeypatch
     assert OneTimeCode.objects.count() == 0
 
 
-
 # --- email failure ---------------------------------------------------------------
 
 
@@ -500,9 +498,7 @@ def test_schema_documents_the_sign_in_bodies(api):
     request_op = schema["paths"]["/api/v1/auth/otp/request/"]["post"]
     body = resolve(request_op["requestBody"]["content"]["application/json"]["schema"])
     assert body["required"] == ["email"]
-    assert set(request_op["responses"]) == {
-        "202", "400", "403", "413", "415", "422", "429", "503"
-    }
+    assert set(request_op["responses"]) == {"202", "400", "403", "413", "415", "422", "429", "503"}
     assert {p["name"] for p in request_op["parameters"]} == {"X-Challenge-Token"}
     sent = resolve(request_op["responses"]["202"]["content"]["application/json"]["schema"])
     assert set(sent["properties"]) == {"status", "expires_in", "resend_after", "nonce"}

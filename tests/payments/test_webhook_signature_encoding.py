@@ -16,7 +16,10 @@ def test_a_non_ascii_signature_is_400_and_changes_nothing(signature):
     raw = signature.encode("utf-8").decode("latin-1")
 
     response = Client().generic(
-        "POST", WEBHOOK_PATH, data=body, content_type="application/json",
+        "POST",
+        WEBHOOK_PATH,
+        data=body,
+        content_type="application/json",
         HTTP_X_PAYSTACK_SIGNATURE=raw,
     )
 

@@ -22,12 +22,8 @@ class Command(BaseCommand):
         Customer.objects.bulk_create(
             [Customer(email=e) for e in emails], batch_size=5000, ignore_conflicts=True
         )
-        customers = {
-            email: (customer_id, version)
-            for email, customer_id, version in Customer.objects.filter(email__in=emails).values_list(
-                "email", "id", "token_version"
-            )
-        }
+        rows = Customer.objects.filter(email__in=emails).values_list("email", "id", "token_version")
+        customers = {email: (customer_id, version) for email, customer_id, version in rows}
         with Path(output).open("w") as fh:
             for email in emails:
                 customer_id, version = customers[email]
