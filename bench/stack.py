@@ -15,7 +15,6 @@ in a directory under ``bench/out/``.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.production_env import production_env
 from fairqueue import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,7 @@ class LocalStack:
         env["SANDBOX_WEBHOOK_URL"] = f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
         env["WEB_CONCURRENCY"] = str(self.web_workers)
         env.update({**BENCH_STACK_ENV, **self.env_overrides})
-        env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
+        production_env(env)
         self.env = env
         self.manage("migrate", "--noinput")
         for entry in devstack.app_processes(env):
