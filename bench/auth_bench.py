@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.queue_setup import django_setup  # noqa: E402
+from bench.queue_setup import django_setup
 
 
 def per_call_us(fn: Callable[[], object], calls: int, rounds: int = 5) -> float:
