@@ -132,9 +132,9 @@ def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
                 .order_by("-created_at", "-id")
                 .first()
             )
-        if previous is None:
-            nonce = secrets.token_urlsafe(NONCE_BYTES)
-        else:
+        # An unknown nonce is no resend: a fresh one, so nobody picks the nonce.
+        bound = nonce if previous is not None and nonce else secrets.token_urlsafe(NONCE_BYTES)
+        if previous is not None:
             wait = resend - (now - previous.created_at).total_seconds()
             if wait > 0:
                 retry_after = math.ceil(wait)
@@ -144,18 +144,17 @@ def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
                     details={"retry_after": retry_after},
                     retry_after=retry_after,
                 )
-        assert nonce is not None
         # Counted only for codes that will really be sent.
         rate_limit_hit(
             scope="otp_email", ident=canonical, rates=rates_parse(settings.OTP_EMAIL_LIMITS)
         )
         # A new code makes this client's older ones useless (nobody else's).
         OneTimeCode.objects.filter(
-            email=canonical, nonce_hash=_nonce_hash(nonce), consumed_at__isnull=True
+            email=canonical, nonce_hash=_nonce_hash(bound), consumed_at__isnull=True
         ).update(consumed_at=now)
         otp = OneTimeCode.objects.create(
             email=canonical,
-            nonce_hash=_nonce_hash(nonce),
+            nonce_hash=_nonce_hash(bound),
             code_hash=_code_hash(email=canonical, code=code),
             expires_at=now + settings.OTP_TTL,
         )
@@ -179,7 +178,7 @@ def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
             "The code could not be sent; try again shortly.", code="email_unavailable"
         ) from exc
     return OtpSent(
-        expires_in=int(settings.OTP_TTL.total_seconds()), resend_after=resend, nonce=nonce
+        expires_in=int(settings.OTP_TTL.total_seconds()), resend_after=resend, nonce=bound
     )
 
 
