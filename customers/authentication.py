@@ -14,7 +14,7 @@ from rest_framework.request import Request
 
 from customers.revocation import customer_token_authenticate
 from customers.tokens import CustomerPrincipal
-from fairqueue.errors import Unauthenticated
+from fairqueue.errors import ErrorCode, Unauthenticated
 
 
 class CustomerTokenAuthentication(BaseAuthentication):
@@ -29,7 +29,7 @@ class CustomerTokenAuthentication(BaseAuthentication):
         try:
             token = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
-            raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
+            raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
         return customer_token_authenticate(token), token
 
     def authenticate_header(self, request: Request) -> str:

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from customers.models import Customer, RevokedToken
 from customers.tokens import CustomerPrincipal, customer_token_verify
-from fairqueue.errors import Unauthenticated
+from fairqueue.errors import ErrorCode, Unauthenticated
 from fairqueue.redis import RedisStore, best_effort
 
 logger = logging.getLogger(__name__)
@@ -102,14 +102,14 @@ def customer_token_authenticate(token: str) -> CustomerPrincipal:
     if cached is None:
         state = _state_from_postgres(principal.id)
         if state is None:
-            raise Unauthenticated("Unknown customer.", code="invalid_token")
+            raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN)
         version, revoked_jtis = state
         store.load(customer_id=principal.id, version=version, revoked=revoked_jtis)
         revoked = principal.jti in revoked_jtis
     else:
         version, revoked = cached
     if revoked or principal.version < version:
-        raise Unauthenticated("This token was signed out.", code="token_revoked")
+        raise Unauthenticated("This token was signed out.", code=ErrorCode.TOKEN_REVOKED)
     return principal
 
 
@@ -138,7 +138,7 @@ def customer_tokens_revoke_all(*, customer_id: uuid.UUID) -> int:
             token_version=F("token_version") + 1
         )
         if not updated:
-            raise Unauthenticated("Unknown customer.", code="invalid_token")
+            raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN)
         version = Customer.objects.values_list("token_version", flat=True).get(pk=customer_id)
         transaction.on_commit(
             lambda: auth_state_store().version_raise(customer_id=customer_id, version=version)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from fairqueue.errors import Unauthenticated
+from fairqueue.errors import ErrorCode, Unauthenticated
 from fairqueue.tokens import sign, verify
 
 CUSTOMER_AUDIENCE = "fairqueue:customer"
@@ -64,4 +64,4 @@ def customer_token_verify(token: str) -> CustomerPrincipal:
             expires_at=datetime.fromtimestamp(claims["exp"], UTC),
         )
     except (ValueError, TypeError) as exc:
-        raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
+        raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc

@@ -22,7 +22,7 @@ import requests
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter
 
-from fairqueue.errors import Busy, Forbidden
+from fairqueue.errors import Busy, ErrorCode, Forbidden
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +41,12 @@ CHALLENGE_HEADER_PARAMETER = OpenApiParameter(
 
 
 class ChallengeFailed(Forbidden):
-    code = "challenge_failed"
+    code = ErrorCode.CHALLENGE_FAILED
     message = "Please complete the check that you are not a robot, then try again."
 
 
 class ChallengeUnavailable(Busy):
-    code = "challenge_unavailable"
+    code = ErrorCode.CHALLENGE_UNAVAILABLE
     message = "The robot check cannot be verified right now; try again shortly."
 
 

@@ -1,6 +1,6 @@
 """Errors the payments interfaces answer with (all in the one envelope)."""
 
-from fairqueue.errors import AppError, Conflict, GatewayError
+from fairqueue.errors import AppError, Conflict, ErrorCode, GatewayError
 
 
 class GatewayUnavailable(AppError):
@@ -8,7 +8,7 @@ class GatewayUnavailable(AppError):
     INITIALIZING (reconciliation finishes it); try again shortly."""
 
     status = 503
-    code = "gateway_unavailable"
+    code = ErrorCode.GATEWAY_UNAVAILABLE
     message = "The payment gateway is not answering; retry shortly."
 
 
@@ -16,22 +16,22 @@ class PaymentRefused(GatewayError):
     """The gateway refused the payment for good: it is FAILED and the claim
     released."""
 
-    code = "payment_refused"
+    code = ErrorCode.PAYMENT_REFUSED
     message = "The payment gateway refused this payment; the claim was released."
 
 
 class AlreadyPaid(Conflict):
-    code = "already_paid"
+    code = ErrorCode.ALREADY_PAID
     message = "This claim is already paid."
 
 
 class InvalidSignature(AppError):
     status = 400
-    code = "invalid_signature"
+    code = ErrorCode.INVALID_SIGNATURE
     message = "The webhook signature is missing or wrong."
 
 
 class MalformedWebhook(AppError):
     status = 400
-    code = "malformed_request"
+    code = ErrorCode.MALFORMED_REQUEST
     message = "The webhook body is not a JSON object."

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from fairqueue.locks import pg_lock_timeout
 
 
@@ -26,7 +26,7 @@ def claim_lock(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str | None
     with pg_lock_timeout():
         claim = lookup.first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     return claim
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from queueing.selectors import event_snapshot
 from queueing.ws_tickets import ws_ticket_store
 
@@ -25,7 +25,7 @@ def ws_ticket_issue(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) 
     """A fresh single-use ticket for this customer and event (404
     ``event_not_found`` for an unknown event)."""
     if event_snapshot(event_id=event_id) is None:
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     ttl = settings.WS_TICKET_TTL_SECONDS
     ticket = secrets.token_urlsafe(TICKET_BYTES)
     ws_ticket_store().put(event_id=event_id, ticket=ticket, customer_id=customer_id, ttl_s=ttl)
