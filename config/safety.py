@@ -99,3 +99,20 @@ def production_problems(
             "in logs or memory): set EMAIL_URL or a real EMAIL_BACKEND"
         )
     return problems
+
+
+CHALLENGE_PROVIDERS = ("turnstile",)
+
+
+def challenge_problems(*, provider: str, site_key: str, secret_key: str) -> list[str]:
+    """The bot challenge's settings: off (empty), or a known provider with
+    both keys."""
+    if not provider:
+        return []
+    if provider not in CHALLENGE_PROVIDERS:
+        return [f"CHALLENGE_PROVIDER must be one of {', '.join(CHALLENGE_PROVIDERS)} or empty"]
+    return [
+        f"{name} is not set (CHALLENGE_PROVIDER={provider})"
+        for name, value in (("CHALLENGE_SITE_KEY", site_key), ("CHALLENGE_SECRET_KEY", secret_key))
+        if not value
+    ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from config.safety import production_problems
+from config.safety import challenge_problems, production_problems
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -202,10 +202,10 @@ WS_TICKET_TTL_SECONDS = min(60, env.int("WS_TICKET_TTL_SECONDS", default=30))
 # Email: EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587) or an
 # explicit EMAIL_BACKEND. The console backend is for development only.
 if "EMAIL_URL" in env:
-    vars().update(env.email_url("EMAIL_URL"))
+    globals().update(env.email_url("EMAIL_URL"))
 EMAIL_BACKEND = env.str(
     "EMAIL_BACKEND",
-    default=vars().get("EMAIL_BACKEND")
+    default=globals().get("EMAIL_BACKEND")
     or (
         "django.core.mail.backends.console.EmailBackend"
         if DEBUG
@@ -228,6 +228,11 @@ CHALLENGE_SCRIPT_URL = env.str(
     "CHALLENGE_SCRIPT_URL", default="https://challenges.cloudflare.com/turnstile/v0/api.js"
 )
 CHALLENGE_TIMEOUT_SECONDS = env.float("CHALLENGE_TIMEOUT_SECONDS", default=5.0)
+# A typo must not switch the challenge off quietly (in any mode).
+if _challenge_problems := challenge_problems(
+    provider=CHALLENGE_PROVIDER, site_key=CHALLENGE_SITE_KEY, secret_key=CHALLENGE_SECRET_KEY
+):
+    raise ImproperlyConfigured("; ".join(_challenge_problems))
 
 # --- Admin logins -------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [

@@ -27,7 +27,7 @@ from fairqueue.errors import Busy, ErrorCode, Forbidden
 logger = logging.getLogger(__name__)
 
 CHALLENGE_HEADER = "X-Challenge-Token"
-PROVIDERS = ("turnstile",)
+PROVIDERS = ("turnstile",)  # config/safety.py refuses any other non-empty value
 MAX_TOKEN_LENGTH = 2048  # Turnstile's own limit
 
 CHALLENGE_HEADER_PARAMETER = OpenApiParameter(

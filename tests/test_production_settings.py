@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from config.safety import production_problems
+from config.safety import challenge_problems, production_problems
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -78,6 +78,18 @@ def test_the_demo_switch_allows_the_sandbox_gateway_but_not_weak_keys():
     assert production_problems(**sandboxed) == []
     weak = production_problems(**{**sandboxed, "secret_key": "short"})
     assert weak == ["DJANGO_SECRET_KEY is shorter than 32 characters"]
+
+
+def test_the_challenge_is_off_or_fully_configured():
+    assert challenge_problems(provider="", site_key="", secret_key="") == []
+    assert challenge_problems(provider="turnstile", site_key="k", secret_key="s") == []
+    assert challenge_problems(provider="turnstyle", site_key="k", secret_key="s") == [
+        "CHALLENGE_PROVIDER must be one of turnstile or empty"
+    ]
+    assert challenge_problems(provider="turnstile", site_key="", secret_key="") == [
+        "CHALLENGE_SITE_KEY is not set (CHALLENGE_PROVIDER=turnstile)",
+        "CHALLENGE_SECRET_KEY is not set (CHALLENGE_PROVIDER=turnstile)",
+    ]
 
 
 # --- the real processes -------------------------------------------------------------
