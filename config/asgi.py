@@ -14,13 +14,14 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from fairqueue.metrics import CountWebSockets  # noqa: E402
 from queueing.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # The consumer checks the Origin and the single-use ticket itself.
-        "websocket": URLRouter(websocket_urlpatterns),
+        "websocket": CountWebSockets(URLRouter(websocket_urlpatterns)),
     }
 )
 

@@ -7,6 +7,15 @@ class ConsoleConfig(AppConfig):
     verbose_name = "Console"
     default = True
 
+    def ready(self) -> None:
+        # Celery's signal hooks (task timing, heartbeats, the workers'
+        # metrics port), and every Redis failure counted as a metric.
+        from console import worker  # noqa: F401
+        from fairqueue.metrics import count_redis_error
+        from fairqueue.redis import on_redis_failure
+
+        on_redis_failure(count_redis_error)
+
 
 class FairQueueAdminConfig(admin_apps.AdminConfig):
     """``django.contrib.admin`` with the site of console/site.py (every admin

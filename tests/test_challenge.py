@@ -167,7 +167,7 @@ def test_the_sandbox_verifier_speaks_siteverify(sandbox_server):
 
 def test_the_pages_render_the_widget_when_on(client, challenge_on):
     event = make_event()
-    for page in (client.get("/signin/"), client.get(f"/events/{event.id}/")):
+    for page in (client.get("/signin/"), client.get(f"/events/{event.id}/queue/")):
         html = page.content.decode()
         assert page.status_code == 200
         assert 'class="cf-turnstile field" data-sitekey="1x00000000000000000000AA"' in html

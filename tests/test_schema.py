@@ -41,6 +41,10 @@ DOCUMENTED_ERRORS = {
     ("delete", "/api/v1/claims/{claim_id}/"): {401, 404, 409},
     ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 502, 503},
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404},
+    ("get", "/api/v1/events/{event_id}/me/"): {401, 404},
+    ("get", "/api/v1/me/tickets/"): {401},
+    # Organizer session, not a customer token: its own 401 and 403.
+    ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
 }
 
 

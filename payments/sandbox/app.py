@@ -47,6 +47,7 @@ import secrets
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -74,8 +75,23 @@ class SandboxGateway:
         self.secret_key = secret_key
         self.webhook_url = webhook_url
         self.public_url = public_url.rstrip("/")
+        self.follow_host = False
         self.lock = threading.Lock()
         self.reset()
+
+    def checkout_base(self, body: dict[str, Any]) -> str:
+        """Where the checkout pages are: ``public_url``, or with ``follow_host``
+        (a sandbox listening on every interface, as under `make run`) the host
+        of the callback URL on our own port: the host the customer used, so a
+        phone on the LAN reaches the checkout too."""
+        if not self.follow_host:
+            return self.public_url
+        host = urlsplit(str(body.get("callback_url") or "")).hostname
+        if not host:
+            return self.public_url
+        own = urlsplit(self.public_url)
+        host = f"[{host}]" if ":" in host else host
+        return f"{own.scheme}://{host}:{own.port}"
 
     # --- state ----------------------------------------------------------------
     def reset(self) -> None:
@@ -214,7 +230,7 @@ class SandboxGateway:
                 "status": True,
                 "message": "Authorization URL created",
                 "data": {
-                    "authorization_url": f"{self.public_url}/checkout/{access_code}",
+                    "authorization_url": f"{self.checkout_base(body)}/checkout/{access_code}",
                     "access_code": access_code,
                     "reference": reference,
                 },

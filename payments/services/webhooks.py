@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import EventKind
 from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, WebhookReceipt
@@ -29,6 +30,7 @@ class WebhookOutcome(StrEnum):
     IGNORED = "ignored"  # an event type we do not act on
 
 
+@counted(WEBHOOKS, str)
 def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOutcome:
     """``body`` is the raw request body: the signature covers those exact
     bytes, so it is checked before anything is parsed. A bad signature
