@@ -276,8 +276,8 @@ CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
 # pass runs this often (a lost member plus a stale one leave sizes equal).
 QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)
 # The demo switch: payments go to the sandbox gateway (or Paystack's test
-# mode) and every page says so. On by default only in development.
-PAYMENTS_SANDBOX = env.bool("PAYMENTS_SANDBOX", default=DEBUG)
+# mode) and every page says so. `make run` turns it on with the sandbox.
+PAYMENTS_SANDBOX = env.bool("PAYMENTS_SANDBOX", default=False)
 PAYSTACK_BASE_URL = env.str(
     "PAYSTACK_BASE_URL", default="http://127.0.0.1:8002" if DEBUG else "https://api.paystack.co"
 )

@@ -214,7 +214,7 @@ def test_the_demo_switch_starts_with_the_sandbox_gateway():
 
 # --- the banner -----------------------------------------------------------------------
 
-BANNER = "Test mode: payments go to a sandbox gateway"
+BANNER = "Test mode: payments go to a sandbox gateway; no real money moves."
 
 
 @pytest.mark.django_db

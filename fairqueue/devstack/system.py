@@ -228,6 +228,8 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
         env.setdefault(
             "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
         )
+        # Payments go to the sandbox: every page says so (PAYMENTS_SANDBOX's banner).
+        env.setdefault("PAYMENTS_SANDBOX", "true")
         # The sandbox's control API wants a token; nothing outside this run knows it.
         env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
         # The bot challenge (off unless CHALLENGE_PROVIDER is set) checks
