@@ -12,6 +12,22 @@ from claims.models import Claim
 from fairqueue.adminscope import organizer_scope
 
 
+class DisputedFilter(admin.SimpleListFilter):
+    """Claims whose payment is disputed or was reversed at the bank: staff
+    decide on them from the payment's page (their tickets stay valid)."""
+
+    title = "dispute"
+    parameter_name = "dispute"
+
+    def lookups(self, request, model_admin):
+        return [("disputed", "Disputed (payment disputed or reversed)")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "disputed":
+            return queryset.filter(disputed_at__isnull=False)
+        return queryset
+
+
 @admin.register(Claim)
 class ClaimAdmin(admin.ModelAdmin):
     list_display = (
@@ -26,8 +42,9 @@ class ClaimAdmin(admin.ModelAdmin):
         "created_at",
         "expires_at",
         "release_reason",
+        "disputed_at",
     )
-    list_filter = ("status", "release_reason")
+    list_filter = (DisputedFilter, "status", "release_reason")
     search_fields = ("=id", "customer__email", "=customer__id")
     list_select_related = ("customer", "event", "tier")
     raw_id_fields = ("customer", "event", "tier", "queue_entry")

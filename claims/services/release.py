@@ -10,7 +10,7 @@ import redis
 from django.db import transaction
 from django.utils import timezone
 
-from claims.domain import CLAIM_MACHINE, ClaimStatus, ReleaseReason
+from claims.domain import CLAIM_MACHINE, UNPAID_RELEASE_SOURCES, ClaimStatus, ReleaseReason
 from claims.models import Claim
 from events.services import event_mark_available
 from fairqueue.errors import InvalidTransition, NotFound
@@ -38,9 +38,7 @@ def claim_release(
         claim = lookup.first()
         if claim is None:
             raise NotFound("No such claim.", code="claim_not_found")
-        updated = Claim.objects.filter(
-            pk=claim.pk, status__in=CLAIM_MACHINE.sources_of(ClaimStatus.RELEASED)
-        ).update(
+        updated = Claim.objects.filter(pk=claim.pk, status__in=UNPAID_RELEASE_SOURCES).update(
             status=ClaimStatus.RELEASED,
             released_at=timezone.now(),
             release_reason=ReleaseReason(reason).value,
@@ -54,6 +52,35 @@ def claim_release(
         freed = tickets_free(claim_ids=[claim.pk])
         tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()
+    return claim
+
+
+def claim_release_paid(*, claim_id: uuid.UUID | str) -> Claim:
+    """CONFIRMED -> RELEASED (reason ``refunded``, conditional): the money of a
+    paid claim is going back to the customer, so its tickets return to sale
+    exactly as in any release (invariant 4). Runs inside the caller's
+    transaction (payments records the refund in the same one). Anything but
+    CONFIRMED: 409 invalid_transition, nothing changes."""
+    CLAIM_MACHINE.check(ClaimStatus.CONFIRMED, ClaimStatus.RELEASED)
+    with transaction.atomic():
+        claim = Claim.objects.filter(pk=claim_id).first()
+        if claim is None:
+            raise NotFound("No such claim.", code="claim_not_found")
+        updated = Claim.objects.filter(pk=claim.pk, status=ClaimStatus.CONFIRMED).update(
+            status=ClaimStatus.RELEASED,
+            released_at=timezone.now(),
+            release_reason=ReleaseReason.REFUNDED.value,
+        )
+        if not updated:
+            claim.refresh_from_db(fields=["status"])
+            raise InvalidTransition(
+                f"A {claim.status} claim is not a paid purchase to cancel.",
+                details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
+            )
+        freed = tickets_free(claim_ids=[claim.pk])
+        tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
+    claim.refresh_from_db()
+    logger.info("paid claim %s released (refunded): %s ticket(s) back on sale", claim.pk, freed)
     return claim
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from claims.domain import CLAIM_MACHINE, HOLDING_STATUSES, ClaimStatus
+from claims.domain import CLAIM_MACHINE, HOLDING_STATUSES, UNPAID_RELEASE_SOURCES, ClaimStatus
 from fairqueue.states import IllegalTransition
 
 C = ClaimStatus
@@ -10,7 +10,12 @@ C = ClaimStatus
 
 @pytest.mark.parametrize(
     ("source", "target"),
-    [(C.CLAIMED, C.CONFIRMED), (C.CLAIMED, C.RELEASED), (C.RELEASED, C.CONFIRMED)],
+    [
+        (C.CLAIMED, C.CONFIRMED),
+        (C.CLAIMED, C.RELEASED),
+        (C.RELEASED, C.CONFIRMED),
+        (C.CONFIRMED, C.RELEASED),  # refunded: the tickets go back on sale
+    ],
 )
 def test_allowed_moves(source, target):
     CLAIM_MACHINE.check(source, target)
@@ -18,15 +23,16 @@ def test_allowed_moves(source, target):
 
 @pytest.mark.parametrize(
     ("source", "target"),
-    [(C.CONFIRMED, C.RELEASED), (C.CONFIRMED, C.CLAIMED), (C.RELEASED, C.CLAIMED)],
+    [(C.CONFIRMED, C.CLAIMED), (C.RELEASED, C.CLAIMED)],
 )
 def test_refused_moves(source, target):
     with pytest.raises(IllegalTransition):
         CLAIM_MACHINE.check(source, target)
 
 
-def test_only_a_claimed_claim_can_be_released():
-    assert CLAIM_MACHINE.sources_of(C.RELEASED) == [C.CLAIMED]
+def test_only_a_claimed_claim_is_released_by_customers_expiry_and_staff():
+    assert CLAIM_MACHINE.sources_of(C.RELEASED) == [C.CLAIMED, C.CONFIRMED]
+    assert UNPAID_RELEASE_SOURCES == (C.CLAIMED,)
 
 
 def test_claimed_and_confirmed_hold_tickets():
