@@ -13,3 +13,7 @@ def money_format(amount: int, currency: str) -> str:
     if currency in ZERO_DECIMAL:
         return f"{currency} {int(amount):,}"
     return f"{currency} {Decimal(int(amount)).scaleb(-2):,.2f}"
+
+# The currencies Paystack accepts (its "Supported currencies" page): an event
+# priced in anything else could never be paid for.
+GATEWAY_CURRENCIES = frozenset({"NGN", "USD", "GHS", "ZAR", "KES", "XOF", "EGP"})
