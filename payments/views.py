@@ -41,8 +41,11 @@ class ClaimPaymentView(APIView):
                 "validation_error (the body is not an empty object), "
                 "invalid_idempotency_key or idempotency_mismatch."
             ),
-            502: error("payment_refused: the gateway refused; the claim was released."),
-            503: error("gateway_unavailable or busy: retry after Retry-After."),
+            503: error(
+                "gateway_unavailable (the gateway did not answer), payments_unavailable "
+                "(the gateway refused our merchant account: the claim stays held and gets "
+                "the time back) or busy: retry after Retry-After."
+            ),
         },
     )
     @idempotent("payments.create")

@@ -26,7 +26,14 @@ P = PaymentStatus
         (P.FAILED, P.CONFIRMED),  # late success, claim re-instated
         (P.FAILED, P.REFUND_REQUIRED),  # late success, tickets gone
         (P.PENDING, P.REFUND_REQUIRED),
-        (P.REFUND_REQUIRED, P.REFUNDED),
+        (P.REFUND_REQUIRED, P.REFUNDED),  # refunded by hand
+        (P.REFUND_REQUIRED, P.REFUND_PENDING),  # refund asked of the gateway
+        (P.CONFIRMED, P.REFUND_PENDING),  # a paid purchase refunded (tickets released)
+        (P.CONFIRMED, P.REFUNDED),  # money returned by a chargeback staff accept
+        (P.REFUND_PENDING, P.REFUNDED),  # refund.processed
+        (P.REFUND_PENDING, P.REFUND_FAILED),  # refund.failed
+        (P.REFUND_FAILED, P.REFUND_PENDING),  # staff try again
+        (P.REFUND_FAILED, P.REFUNDED),  # refunded by other means
     ],
 )
 def test_allowed_transitions(source, target):
@@ -38,12 +45,17 @@ def test_allowed_transitions(source, target):
     [
         (P.CONFIRMED, P.FAILED),
         (P.CONFIRMED, P.PENDING),
-        (P.CONFIRMED, P.REFUNDED),
+        (P.CONFIRMED, P.REFUND_FAILED),
         (P.FAILED, P.PENDING),
+        (P.FAILED, P.REFUND_PENDING),  # nothing was taken
         (P.PENDING, P.INITIALIZING),
         (P.REFUNDED, P.CONFIRMED),
+        (P.REFUNDED, P.REFUND_PENDING),
         (P.PENDING, P.REFUNDED),
+        (P.PENDING, P.REFUND_PENDING),
         (P.REFUND_REQUIRED, P.CONFIRMED),
+        (P.REFUND_PENDING, P.CONFIRMED),
+        (P.REFUND_PENDING, P.REFUND_REQUIRED),
     ],
 )
 def test_refused_transitions(source, target):
@@ -61,11 +73,12 @@ def test_sources_of_confirmed_are_the_where_clause():
         ("success", VerifyOutcome.SUCCESS),
         ("SUCCESS", VerifyOutcome.SUCCESS),
         ("failed", VerifyOutcome.FAILED),
-        ("reversed", VerifyOutcome.FAILED),
+        ("reversed", VerifyOutcome.REVERSED),
         ("abandoned", VerifyOutcome.ABANDONED),
         ("ongoing", VerifyOutcome.IN_PROGRESS),
         ("pending", VerifyOutcome.IN_PROGRESS),
         ("processing", VerifyOutcome.IN_PROGRESS),
+        ("queued", VerifyOutcome.IN_PROGRESS),
         ("", VerifyOutcome.IN_PROGRESS),
         (None, VerifyOutcome.IN_PROGRESS),
     ],
