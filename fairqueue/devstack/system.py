@@ -4,6 +4,7 @@ arrives or any of them (or an embedded service) dies. Also the wait of `services
 
 from __future__ import annotations
 
+import secrets
 import signal
 import subprocess
 import sys
@@ -97,6 +98,13 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
         env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
         env.setdefault(
             "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
+        )
+        # The sandbox's control API (/_sandbox/*) can mark any payment paid:
+        # a fresh token per run unless one is given.
+        env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
+        log(
+            f"sandbox control API: http://127.0.0.1:{env['SANDBOX_PORT']}/_sandbox/ "
+            f"with header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
         )
 
     for step in (["migrate", "--noinput"], ["bootstrap_demo"]):

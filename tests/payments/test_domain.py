@@ -1,14 +1,22 @@
 """The payment state machine and the pure rules (no database)."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from fairqueue.states import IllegalTransition
 from payments.domain import (
     PAYMENT_MACHINE,
+    DisputeState,
     PaymentStatus,
+    RefundStatus,
     VerifyOutcome,
     backoff_seconds,
+    dispute_state_of,
     mismatch_reason,
+    refund_amount_error,
+    refund_status_of,
     verify_outcome,
 )
 
@@ -103,3 +111,53 @@ def test_mismatch_reason():
 def test_backoff_grows_and_is_capped():
     assert [backoff_seconds(base=120, checks=n) for n in range(4)] == [120, 240, 480, 960]
     assert backoff_seconds(base=120, checks=50) == 3600
+
+
+def test_the_documented_state_machine_is_the_real_one():
+    """docs/PAYMENTS.md draws every edge of PAYMENT_MACHINE, and no other."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "PAYMENTS.md").read_text()
+    drawn = set(re.findall(r"^\s+([A-Z_]+) --> ([A-Z_]+):", text, flags=re.MULTILINE))
+    real = {
+        (src.value, dst.value) for src, dsts in PAYMENT_MACHINE.transitions.items() for dst in dsts
+    }
+    assert drawn == real
+
+
+@pytest.mark.parametrize(
+    ("gateway_status", "status"),
+    [
+        ("pending", RefundStatus.PENDING),
+        ("processing", RefundStatus.PENDING),
+        ("processed", RefundStatus.PROCESSED),
+        ("PROCESSED", RefundStatus.PROCESSED),
+        ("failed", RefundStatus.FAILED),
+        ("something new", RefundStatus.PENDING),  # not final until the gateway says so
+        (None, RefundStatus.PENDING),
+    ],
+)
+def test_refund_status_meaning(gateway_status, status):
+    assert refund_status_of(gateway_status) == status
+
+
+def test_refund_amounts():
+    assert refund_amount_error(requested=None, refundable=500) == ""
+    assert refund_amount_error(requested=500, refundable=500) == ""
+    assert refund_amount_error(requested=1, refundable=500) == ""
+    assert "at most 500" in refund_amount_error(requested=501, refundable=500)
+    for bad in (0, -1, 1.5, True, "100"):
+        assert "positive whole number" in refund_amount_error(requested=bad, refundable=500)
+    assert refund_amount_error(requested=None, refundable=0) == "nothing is left to refund"
+
+
+@pytest.mark.parametrize(
+    ("event", "resolution", "state"),
+    [
+        ("charge.dispute.create", None, DisputeState.OPEN),
+        ("charge.dispute.remind", None, DisputeState.OPEN),
+        ("charge.dispute.resolve", "declined", DisputeState.WON),
+        ("charge.dispute.resolve", "merchant-accepted", DisputeState.LOST),
+        ("charge.dispute.resolve", None, DisputeState.LOST),  # unknown: staff look
+    ],
+)
+def test_dispute_meaning(event, resolution, state):
+    assert dispute_state_of(event=event, resolution=resolution) == state
