@@ -67,6 +67,24 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
     ]  # fmt: skip
 
 
+def point_at_each_other(env: dict[str, str], *, with_sandbox: bool) -> None:
+    """Point the pieces at each other when PORT / SANDBOX_PORT are not the
+    defaults; give the sandbox's control API (it can mark any payment paid) a
+    fresh token per run unless one is given, and say it."""
+    env.setdefault("PUBLIC_BASE_URL", f"http://localhost:{env['PORT']}")
+    if not with_sandbox:
+        return
+    env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
+    env.setdefault(
+        "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
+    )
+    env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
+    log(
+        f"sandbox control API: http://127.0.0.1:{env['SANDBOX_PORT']}/_sandbox/ "
+        f"with header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
+    )
+
+
 def module_runnable(module: str) -> bool:
     """Whether `python -m module` would find it in the repo (checked without importing)."""
     path = REPO_ROOT.joinpath(*module.split("."))
@@ -92,20 +110,7 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
             log(f"warning: {entry.needs_module} not found; not starting {entry.name}")
         else:
             entries.append(entry)
-    # Point the pieces at each other when PORT / SANDBOX_PORT are not the defaults.
-    env.setdefault("PUBLIC_BASE_URL", f"http://localhost:{env['PORT']}")
-    if any(e.name == "sandbox" for e in entries):
-        env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
-        env.setdefault(
-            "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
-        )
-        # The sandbox's control API (/_sandbox/*) can mark any payment paid:
-        # a fresh token per run unless one is given.
-        env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
-        log(
-            f"sandbox control API: http://127.0.0.1:{env['SANDBOX_PORT']}/_sandbox/ "
-            f"with header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
-        )
+    point_at_each_other(env, with_sandbox=any(e.name == "sandbox" for e in entries))
 
     for step in (["migrate", "--noinput"], ["bootstrap_demo"]):
         code = run_foreground([sys.executable, str(MANAGE_PY), *step], env, watch)

@@ -147,13 +147,15 @@ def refund_open_locked(
             "reason": reason,
         },
     )
-    payment_transition(
+    if not payment_transition(
         payment=payment,
         target=P.REFUND_PENDING,
         actor=actor,
         reason=f"refund of {money_format(refund.amount, currency)}: {reason}"[:300],
         data={"refund_id": str(refund.pk)},
-    )
+    ):
+        # Only reachable without the row lock: someone else moved it first.
+        raise InvalidTransition("The payment changed meanwhile; look again.")
     if source == P.CONFIRMED:
         # The purchase is cancelled: its tickets go back on sale now (and any
         # ticket issued for it is voided with the claim), not when the money lands.

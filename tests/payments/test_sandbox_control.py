@@ -4,11 +4,16 @@ webhook deliveries on Paystack's backoff (compressed)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
 import requests
 
+from fairqueue.devstack.system import point_at_each_other
 from payments.sandbox import SandboxServer
 from payments.sandbox.webhooks import RETRY_SCHEDULE
 from tests.support.payments import RETRY_SCALE
@@ -276,3 +281,49 @@ def test_retries_can_be_switched_off_and_stop_on_reset(sandbox, hook):
     sandbox.control("POST", "reset")
     time.sleep(4 * RETRY_SCHEDULE[0] * RETRY_SCALE)
     assert len(hook.requests) == 2  # the retry of ref-2 was forgotten with the reset
+
+
+def test_make_run_gives_the_sandbox_a_fresh_control_token_and_says_it(capsys):
+    env = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+    point_at_each_other(env, with_sandbox=True)
+    token = env["SANDBOX_CONTROL_TOKEN"]
+    assert len(token) >= 32
+    assert f"X-Sandbox-Token: {token}" in capsys.readouterr().err
+    other = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+    point_at_each_other(other, with_sandbox=True)
+    assert other["SANDBOX_CONTROL_TOKEN"] != token  # one per run
+    given = {"PORT": "8000", "SANDBOX_PORT": "8002", "SANDBOX_CONTROL_TOKEN": "mine"}
+    point_at_each_other(given, with_sandbox=True)
+    assert given["SANDBOX_CONTROL_TOKEN"] == "mine"
+    without = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+    point_at_each_other(without, with_sandbox=False)
+    assert "SANDBOX_CONTROL_TOKEN" not in without
+
+
+@pytest.mark.slow
+def test_the_sandbox_process_takes_its_token_from_the_environment():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "SANDBOX_CONTROL_TOKEN": "from-the-environment"}
+    process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+        [sys.executable, "-m", "payments.sandbox", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/_sandbox/stats"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                refused = requests.get(url, timeout=1)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        allowed = requests.get(url, headers={"X-Sandbox-Token": "from-the-environment"}, timeout=2)
+        assert (refused.status_code, allowed.status_code) == (401, 200)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
