@@ -168,6 +168,12 @@ def test_payment_page_shows_money_in_major_units_and_links(api, staff, sandbox):
     assert f"/admin/payments/paymentevent/?payment__id__exact={payment.pk}" in page
     listing = staff.get(CHANGELIST).content.decode()
     assert "NGN 5,000.00" in listing
+    other = pending_payment(api)
+    log = staff.get("/admin/payments/paymentevent/", {"payment__id__exact": str(payment.pk)})
+    assert log.status_code == 200
+    shown = {e.payment_id for e in log.context["cl"].result_list}
+    assert shown == {payment.pk}  # its log only, not the other payment's
+    assert other.events.count() == 3
 
 
 @pytest.mark.parametrize(

@@ -275,11 +275,12 @@ def test_retries_can_be_switched_off_and_stop_on_reset(sandbox, hook):
     time.sleep(4 * RETRY_SCHEDULE[0] * RETRY_SCALE)
     assert len(hook.requests) == 1
 
-    sandbox.config(webhook_retries=True)
+    scale = 0.005  # the first retry 0.9 s after the first attempt: time to reset first
+    sandbox.config(webhook_retries=True, webhook_retry_scale=scale)
     initialize(sandbox, reference="ref-2")
     sandbox.pay("ref-2")
     sandbox.control("POST", "reset")
-    time.sleep(4 * RETRY_SCHEDULE[0] * RETRY_SCALE)
+    time.sleep(2 * RETRY_SCHEDULE[0] * scale)
     assert len(hook.requests) == 2  # the retry of ref-2 was forgotten with the reset
 
 
