@@ -66,9 +66,10 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
                 "Blocked by a merchant-side gateway error",
                 "The gateway refused our account or our request when this payment started "
                 "(a wrong or rotated secret key, a currency or channel not enabled, an invalid "
-                "request): not the customer's fault. The claim is held and gets the lost time "
-                "back once the gateway accepts the payment; the open gateway incident shows "
-                "the gateway's message.",
+                "request): not the customer's fault. The claim is held (up to "
+                f"{settings.PAYMENT_IN_PROGRESS_MAX_SECONDS} s past its expiry) and gets the "
+                "lost time back once the gateway accepts the payment; the open gateway "
+                "incident shows the gateway's message.",
                 "Fix the cause in the gateway account or our settings; payments retry by "
                 "themselves (at once when any payment gets through). 'Fail and release the "
                 "claim' only to give the tickets back to sale.",

@@ -123,10 +123,12 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
     """Claim expiry asks before releasing a claim (invariant 5).
 
     True: the claim may be released now (no payment in flight, or the gateway
-    says failed/abandoned and the payment was failed here; the caller
-    releases the claim). False: leave it alone (the payment is pending, the
-    gateway cannot be reached, the money arrived with a mismatch for staff to
-    look at, or the payment has just been confirmed)."""
+    says failed/abandoned and the payment was failed here, or the payment
+    outlived PAYMENT_IN_PROGRESS_MAX_SECONDS in a non-final status; the caller
+    releases the claim). False: leave it alone (the payment is pending within
+    its bound, blocked by a merchant-side refusal within it, the gateway
+    cannot be reached, the money arrived with a mismatch for staff to look
+    at, or the payment has just been confirmed)."""
     if Payment.objects.filter(claim_id=claim_id, status=P.CONFIRMED).exists():
         return False
     payment = (
@@ -138,8 +140,11 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
         return True
     if payment.flag_reason:
         return False
-    if payment.blocked_since is not None:
-        return False  # our gateway account refused it: held until the gateway takes it
+    if payment.blocked_since is not None and not _past_bound(payment):
+        # Our gateway account refused it: held while the outage lasts, up to
+        # the same bound as a non-final status (a refusal that only this
+        # payment meets must not hold the tickets for ever).
+        return False
     if payment.status == P.INITIALIZING and not payment_lease_take(payment_id=payment.pk):
         return False  # a request or a worker is calling initialize right now
     try:
@@ -164,8 +169,7 @@ def _overdue(payment: Payment) -> bool:
     payment is marked overdue (staff alerted) and the claim may be released;
     the payment stays PENDING and is still verified, so a late success takes
     the late-success path (re-instated, or refunded)."""
-    bound = timedelta(seconds=settings.PAYMENT_IN_PROGRESS_MAX_SECONDS)
-    if payment.claim.expires_at + bound > timezone.now():
+    if not _past_bound(payment):
         return False
     with transaction.atomic():
         locked = payment_lock(payment_id=payment.pk)
@@ -191,3 +195,8 @@ def _overdue(payment: Payment) -> bool:
                 settings.PAYMENT_IN_PROGRESS_MAX_SECONDS,
             )
     return True
+
+
+def _past_bound(payment: Payment) -> bool:
+    bound = timedelta(seconds=settings.PAYMENT_IN_PROGRESS_MAX_SECONDS)
+    return payment.claim.expires_at + bound <= timezone.now()

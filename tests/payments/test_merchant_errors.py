@@ -171,3 +171,34 @@ def test_a_refused_key_at_verify_is_an_incident_not_a_verdict(api, sandbox):
     sandbox.config(reject_key=False)
     payment_verify_now(payment_id=payment.pk, actor="staff:test")
     assert reload(incident).resolved_at is not None
+
+
+def test_a_blocked_claim_is_held_only_up_to_the_bound(
+    api, sandbox, settings, django_capture_on_commit_callbacks
+):
+    """A refusal that never clears (or that only this payment meets) must not
+    hold the tickets for ever: past PAYMENT_IN_PROGRESS_MAX_SECONDS after the
+    claim's expiry the payment is failed (the gateway never saw it) and the
+    claim released."""
+    settings.PAYMENT_IN_PROGRESS_MAX_SECONDS = 600
+    sandbox.config(reject_key=True)
+    claim = make_claim()
+    start(api, claim)
+    payment = Payment.objects.get()
+    sandbox.config(reject_key=False)  # verify works; only this payment was refused
+    Payment.objects.filter(pk=payment.pk).update(next_check_at=timezone.now())
+
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now() - timedelta(seconds=599))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert paying_claims_expire().released == 0
+    assert reload(claim).status == ClaimStatus.CLAIMED
+
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now() - timedelta(seconds=601))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert paying_claims_expire().released == 1
+
+    assert reload(payment).status == "FAILED"
+    assert reload(payment).failure_reason == "the gateway never saw this payment"
+    claim = reload(claim)
+    assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "expired")
+    assert held_tickets(claim) == 0
