@@ -11,8 +11,8 @@ on free ports, with an embedded PostgreSQL unless DATABASE_URL is set, and a
 Redis of its own; every fault scenario works there. Against a stack started
 elsewhere, DATABASE_URL (and REDIS_URL for the Redis faults and checks) must
 point at the services that stack uses: the event and customers are made with
-``manage.py create_event`` / ``mint_customer_tokens``, and the invariant
-check reads Postgres directly.
+``manage.py create_event`` / ``mint_customer_tokens``, and the invariants are
+checked by ``manage.py check_invariants`` (the same command ops run).
 
 It prints progress while it runs and, at the end, per-endpoint throughput and
 latency, errors by code, time to sell out, admission push latency, fault heal
@@ -36,13 +36,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psycopg
-
-from bench import invariants, report
+from bench import report
 from bench.customers import BEHAVIOURS
 from bench.faults import FAULTS, NEEDS_REDIS, NEEDS_STACK
 from bench.sale_run import run_sale
-from bench.stack import manage
+from bench.stack import check_invariants, manage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out"
@@ -179,32 +177,30 @@ def setup_sale(args: argparse.Namespace, env: dict[str, str]) -> tuple[dict, lis
 
 def settle_and_check(
     args: argparse.Namespace, event_id: str, redis_client: Any, env: dict
-) -> tuple[list, dict, float]:
+) -> tuple[list[dict], dict, float]:
+    """Wait until ``manage.py check_invariants --settled --sold-out`` passes
+    (reconciliation and expiry caught up, Redis rebuilt), then return its
+    checks, the event's status counts and how long settling took (-1: not in
+    time). A failing always-true check stops the wait: no waiting heals it."""
     admission_interval = float(env.get("ADMISSION_INTERVAL_SECONDS", 5))
     reconcile_interval = float(env.get("RECONCILE_INTERVAL_SECONDS", 30))
-    with psycopg.connect(args.database_url, autocommit=True) as conn, conn.cursor() as cur:
-        settle = invariants.wait_until(
-            lambda: invariants.settled(cur, event_id), timeout=args.settle_seconds
-        )
-        if redis_client is not None:
-            invariants.wait_until(
-                lambda: _redis_ok(cur, redis_client, event_id), timeout=2 * reconcile_interval + 10
-            )
-        checks = invariants.check_all(
-            cur,
-            event_id,
-            admitted_grace_seconds=2 * admission_interval,
-            redis_client=redis_client,
-        )
-        counts = invariants.status_counts(cur, event_id)
-    return checks, counts, settle
-
-
-def _redis_ok(cur: Any, redis_client: Any, event_id: str) -> bool:
-    try:
-        return invariants.redis_matches_postgres(cur, redis_client, event_id).ok
-    except Exception:  # Redis not back yet
-        return False
+    flags = ["--settled", "--sold-out", "--grace", str(2 * admission_interval)]
+    if redis_client is None:
+        flags.append("--no-redis")
+    started = time.monotonic()
+    deadline = started + args.settle_seconds + 2 * reconcile_interval + 10
+    while True:
+        report = check_invariants(env, event_id, *flags)
+        checks = report["database"] + report["events"][0]["checks"]
+        if report["ok"]:
+            settle = time.monotonic() - started
+            break
+        broken = any(c["when"] == "always" and not c["ok"] for c in checks)
+        if broken or time.monotonic() >= deadline:
+            settle = -1.0
+            break
+        time.sleep(2.0)
+    return checks, report["events"][0]["counts"], settle
 
 
 def run(coroutine: Any) -> Any:

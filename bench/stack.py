@@ -14,6 +14,7 @@ in a directory under ``bench/out/``.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -43,6 +44,23 @@ def manage(env: dict[str, str], *args: str) -> str:
     if result.returncode != 0:
         raise SystemExit(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout
+
+
+def check_invariants(env: dict[str, str], event_id: str, *flags: str) -> dict:
+    """``manage.py check_invariants --json`` for one event: its report, whether
+    it passed (exit status 0) or found a violation (1)."""
+    command = ["check_invariants", "--json", "--event", event_id, *flags]
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, str(REPO_ROOT / "manage.py"), *command],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"manage.py check_invariants failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout)
 
 
 # Production mode (DEBUG off: Django keeps no query log, serves no debug

@@ -11,7 +11,7 @@ from django.db.models import Count, Q, Sum
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
 from events.models import TicketTier
-from fairqueue.errors import Conflict, NotFound
+from fairqueue.errors import Conflict, ErrorCode, NotFound
 from fairqueue.snapshots import SnapshotCache
 from queueing.services import JoinBar
 
@@ -20,7 +20,7 @@ def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
     """The customer's own claim; someone else's is as unknown as a missing one."""
     claim = Claim.objects.filter(pk=claim_id, customer_id=customer_id).first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     return claim
 
 
@@ -37,7 +37,7 @@ def already_claimed(*, event_id: object, customer_id: object) -> Conflict:
     )
     details = {"claim_id": str(held[0]), "claim_status": held[1]} if held else {}
     return Conflict(
-        "You already hold tickets for this event.", code="already_claimed", details=details
+        "You already hold tickets for this event.", code=ErrorCode.ALREADY_CLAIMED, details=details
     )
 
 

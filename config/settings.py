@@ -229,6 +229,8 @@ SPECTACULAR_SETTINGS = {
         "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
         "ClaimStatusEnum": "claims.domain.CLAIM_STATUS_CHOICES",
         "PaymentStatusEnum": "payments.domain.PAYMENT_STATUS_CHOICES",
+        # The error envelope's code: every code the API can answer with.
+        "ErrorCodeEnum": "fairqueue.errors.ErrorCode",
     },
     # The error answers every operation can give (401, 404, 400/413/415/422, ...).
     "POSTPROCESSING_HOOKS": [

@@ -11,7 +11,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from customers.tokens import CustomerPrincipal, customer_token_verify
-from fairqueue.errors import AppError, Unauthenticated
+from fairqueue.errors import AppError, ErrorCode, Unauthenticated
 
 
 class CustomerTokenAuthentication(BaseAuthentication):
@@ -26,7 +26,7 @@ class CustomerTokenAuthentication(BaseAuthentication):
         try:
             token = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
-            raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
+            raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
         return customer_token_verify(token), token
 
     def authenticate_header(self, request: Request) -> str:

@@ -31,7 +31,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from customers.models import IdempotencyKey
-from fairqueue.errors import AppError, Conflict, InvalidInput, Unauthenticated, exception_handler
+from fairqueue.errors import (
+    AppError,
+    Conflict,
+    ErrorCode,
+    InvalidInput,
+    Unauthenticated,
+    exception_handler,
+)
 from fairqueue.schema import IDEMPOTENCY_HEADER
 
 HEADER = IDEMPOTENCY_HEADER
@@ -101,7 +108,7 @@ def idempotent_response(
     if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable() or not key.isascii():
         raise InvalidInput(
             f"The {HEADER} header must be 1 to {MAX_KEY_LENGTH} printable ASCII characters.",
-            code="invalid_idempotency_key",
+            code=ErrorCode.INVALID_IDEMPOTENCY_KEY,
         )
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
@@ -111,7 +118,7 @@ def idempotent_response(
         if row.request_hash != fingerprint:
             raise InvalidInput(
                 f"This {HEADER} was used with another request.",
-                code="idempotency_mismatch",
+                code=ErrorCode.IDEMPOTENCY_MISMATCH,
             )
         if row.response_status is not None:
             return _replay(row)
@@ -120,7 +127,7 @@ def idempotent_response(
         if time.monotonic() >= deadline:
             raise Conflict(
                 "A request with this Idempotency-Key is still being processed.",
-                code="idempotency_in_progress",
+                code=ErrorCode.IDEMPOTENCY_IN_PROGRESS,
                 retry_after=1,
             )
         time.sleep(POLL_SECONDS)
@@ -140,7 +147,7 @@ def _claim_key(
     except IntegrityError as exc:
         constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
         if constraint != _UNIQUE:
-            raise Unauthenticated("Unknown customer.", code="invalid_token") from exc
+            raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
     row = IdempotencyKey.objects.filter(customer_id=customer_id, scope=scope, key=key).first()
     if row is None:  # freed by its owner in between: try to own it
         return _claim_key(scope=scope, key=key, customer_id=customer_id, fp=fp)

@@ -43,7 +43,7 @@ from django.utils.crypto import salted_hmac
 
 from customers.models import Customer, OneTimeCode
 from customers.tokens import customer_token_issue
-from fairqueue.errors import AppError, Busy, Forbidden, RateLimited
+from fairqueue.errors import AppError, Busy, ErrorCode, Forbidden, RateLimited
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def otp_request(*, email: str) -> OtpSent:
                 retry_after = math.ceil(wait)
                 raise RateLimited(
                     "A code was sent recently; wait before asking for another.",
-                    code="otp_resend_too_soon",
+                    code=ErrorCode.OTP_RESEND_TOO_SOON,
                     details={"retry_after": retry_after},
                     retry_after=retry_after,
                 )
@@ -137,7 +137,7 @@ def otp_request(*, email: str) -> OtpSent:
         OneTimeCode.objects.filter(pk=otp.pk).delete()
         logger.exception("sign-in code could not be sent")
         raise Busy(
-            "The code could not be sent; try again shortly.", code="email_unavailable"
+            "The code could not be sent; try again shortly.", code=ErrorCode.EMAIL_UNAVAILABLE
         ) from exc
     return OtpSent(expires_in=int(settings.OTP_TTL.total_seconds()), resend_after=resend)
 
@@ -162,27 +162,31 @@ def otp_verify(*, email: str, code: str) -> SignIn:
         if otp is None or otp.consumed_at is not None:
             error = AppError(
                 "This code is not valid. Ask for a new one.",
-                code="otp_invalid",
+                code=ErrorCode.OTP_INVALID,
                 details={"attempts_left": 0},
             )
         elif otp.attempts >= max_attempts:
-            error = Forbidden("Too many wrong codes. Ask for a new one.", code="otp_locked")
+            error = Forbidden("Too many wrong codes. Ask for a new one.", code=ErrorCode.OTP_LOCKED)
         elif otp.expires_at <= now:
-            error = AppError("This code has expired. Ask for a new one.", code="otp_expired")
+            error = AppError(
+                "This code has expired. Ask for a new one.", code=ErrorCode.OTP_EXPIRED
+            )
         elif not _code_matches(stored=otp.code_hash, email=email, code=code):
             counted = OneTimeCode.objects.filter(
                 pk=otp.pk, consumed_at__isnull=True, attempts__lt=max_attempts
             ).update(attempts=F("attempts") + 1)
             left = max(0, max_attempts - otp.attempts - counted)
             error = AppError(
-                "This code is not valid.", code="otp_invalid", details={"attempts_left": left}
+                "This code is not valid.",
+                code=ErrorCode.OTP_INVALID,
+                details={"attempts_left": left},
             )
         else:
             consumed = OneTimeCode.objects.filter(
                 pk=otp.pk, consumed_at__isnull=True, attempts__lt=max_attempts
             ).update(consumed_at=now)
             if not consumed:  # cannot happen under the row lock; never hand out a token
-                error = AppError("This code is not valid.", code="otp_invalid")
+                error = AppError("This code is not valid.", code=ErrorCode.OTP_INVALID)
             else:
                 customer, _ = Customer.objects.get_or_create(email=email)
     if error is not None:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from fairqueue.errors import Unauthenticated
+from fairqueue.errors import ErrorCode, Unauthenticated
 from fairqueue.tokens import sign, verify
 
 CUSTOMER_AUDIENCE = "fairqueue:customer"
@@ -42,4 +42,4 @@ def customer_token_verify(token: str) -> CustomerPrincipal:
     try:
         return CustomerPrincipal(id=uuid.UUID(claims["sub"]), email=str(claims.get("email", "")))
     except (ValueError, TypeError) as exc:
-        raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
+        raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from events.domain import EventStatus
 from events.models import Event
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 
 
 def events_public() -> QuerySet[Event]:
@@ -17,7 +17,7 @@ def events_public() -> QuerySet[Event]:
 def event_public_get(*, event_id: object) -> Event:
     event = events_public().filter(pk=event_id).first()
     if event is None:
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     return event
 
 

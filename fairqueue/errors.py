@@ -1,12 +1,15 @@
 """One error hierarchy for the whole application, and the DRF handler that
 turns any error into the envelope ``{"error": {"code", "message", "details"}}``.
 
-Services raise ``AppError`` subclasses; views never catch them.
+Services raise ``AppError`` subclasses; views never catch them. Every code
+the API can answer with is a member of ``ErrorCode`` (the OpenAPI schema's
+``ErrorCodeEnum``): a new code is one line there.
 """
 
 from __future__ import annotations
 
 import logging
+from enum import StrEnum
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -20,18 +23,78 @@ from rest_framework.response import Response
 logger = logging.getLogger(__name__)
 
 
+class ErrorCode(StrEnum):
+    """Every stable code of the error envelope. Clients branch on these, so a
+    code is never renamed or reused; a new one is one line here."""
+
+    # The plumbing: request parsing, authentication, generic answers.
+    BAD_REQUEST = "bad_request"
+    MALFORMED_REQUEST = "malformed_request"
+    VALIDATION_ERROR = "validation_error"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    NOT_ACCEPTABLE = "not_acceptable"
+    NOT_AUTHENTICATED = "not_authenticated"
+    INVALID_TOKEN = "invalid_token"  # noqa: S105  (an error code, not a secret)
+    TOKEN_EXPIRED = "token_expired"  # noqa: S105  (an error code, not a secret)
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    INVALID_TRANSITION = "invalid_transition"
+    GONE = "gone"
+    RATE_LIMITED = "rate_limited"
+    BUSY = "busy"
+    GATEWAY_ERROR = "gateway_error"
+    SERVER_ERROR = "server_error"
+    # Idempotency-Key.
+    INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
+    IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
+    IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
+    # Sign-in codes.
+    OTP_INVALID = "otp_invalid"
+    OTP_EXPIRED = "otp_expired"
+    OTP_LOCKED = "otp_locked"
+    OTP_RESEND_TOO_SOON = "otp_resend_too_soon"
+    EMAIL_UNAVAILABLE = "email_unavailable"
+    # Events and tiers.
+    EVENT_NOT_FOUND = "event_not_found"
+    EVENT_NOT_ON_SALE = "event_not_on_sale"
+    TIER_NOT_FOUND = "tier_not_found"
+    # The waiting room.
+    ALREADY_IN_QUEUE = "already_in_queue"
+    NOT_IN_QUEUE = "not_in_queue"
+    ADMISSION_EXPIRED = "admission_expired"
+    ADMISSION_INVALID = "admission_invalid"
+    # Claims.
+    CLAIM_NOT_FOUND = "claim_not_found"
+    INVALID_QUANTITY = "invalid_quantity"
+    CLAIM_IN_PROGRESS = "claim_in_progress"
+    ALREADY_CLAIMED = "already_claimed"
+    SOLD_OUT = "sold_out"
+    CLAIM_EXPIRED = "claim_expired"
+    CLAIM_NOT_PAYABLE = "claim_not_payable"
+    # Payments.
+    PAYMENT_NOT_FOUND = "payment_not_found"
+    ALREADY_PAID = "already_paid"
+    GATEWAY_UNAVAILABLE = "gateway_unavailable"
+    # The gateway refused our merchant account: the buyer's claim is kept.
+    PAYMENTS_UNAVAILABLE = "payments_unavailable"
+    INVALID_SIGNATURE = "invalid_signature"
+
+
 class AppError(Exception):
     """An expected failure with a stable snake_case ``code`` and an HTTP status."""
 
     status = 400
-    code = "bad_request"
+    code: ErrorCode = ErrorCode.BAD_REQUEST
     message = "The request could not be processed."
 
     def __init__(
         self,
         message: str | None = None,
         *,
-        code: str | None = None,
+        code: ErrorCode | None = None,
         details: dict[str, Any] | None = None,
         retry_after: int | None = None,
     ) -> None:
@@ -44,48 +107,48 @@ class AppError(Exception):
 
 class InvalidInput(AppError):
     status = 422
-    code = "validation_error"
+    code = ErrorCode.VALIDATION_ERROR
     message = "The request body is not valid."
 
 
 class Unauthenticated(AppError):
     status = 401
-    code = "not_authenticated"
+    code = ErrorCode.NOT_AUTHENTICATED
     message = "Authentication credentials were not provided or are invalid."
 
 
 class Forbidden(AppError):
     status = 403
-    code = "forbidden"
+    code = ErrorCode.FORBIDDEN
     message = "You may not do this."
 
 
 class NotFound(AppError):
     status = 404
-    code = "not_found"
+    code = ErrorCode.NOT_FOUND
     message = "Not found."
 
 
 class Conflict(AppError):
     status = 409
-    code = "conflict"
+    code = ErrorCode.CONFLICT
     message = "The request conflicts with the current state."
 
 
 class InvalidTransition(Conflict):
-    code = "invalid_transition"
+    code = ErrorCode.INVALID_TRANSITION
     message = "This change is not allowed in the current state."
 
 
 class Gone(AppError):
     status = 410
-    code = "gone"
+    code = ErrorCode.GONE
     message = "No longer available."
 
 
 class RateLimited(AppError):
     status = 429
-    code = "rate_limited"
+    code = ErrorCode.RATE_LIMITED
     message = "Too many requests."
 
 
@@ -93,7 +156,7 @@ class Busy(AppError):
     """Lock contention or a dependency briefly unavailable: retry shortly."""
 
     status = 503
-    code = "busy"
+    code = ErrorCode.BUSY
     message = "Busy, retry shortly."
 
     def __init__(self, message: str | None = None, **kwargs: Any) -> None:
@@ -103,31 +166,31 @@ class Busy(AppError):
 
 class PayloadTooLarge(AppError):
     status = 413
-    code = "payload_too_large"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
     message = "The request body is too large."
 
 
 class GatewayError(AppError):
     status = 502
-    code = "gateway_error"
+    code = ErrorCode.GATEWAY_ERROR
     message = "The payment gateway could not be reached."
 
 
-def _envelope(code: str, message: str, details: Any = None) -> dict[str, Any]:
+def _envelope(code: ErrorCode, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
-_DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
-    (drf.ParseError, 400, "malformed_request"),
-    (drf.UnsupportedMediaType, 415, "unsupported_media_type"),
-    (drf.NotAuthenticated, 401, "not_authenticated"),
-    (drf.AuthenticationFailed, 401, "not_authenticated"),
-    (drf.PermissionDenied, 403, "forbidden"),
-    (drf.NotFound, 404, "not_found"),
-    (drf.MethodNotAllowed, 405, "method_not_allowed"),
-    (drf.NotAcceptable, 406, "not_acceptable"),
-    (drf.Throttled, 429, "rate_limited"),
-    (drf.ValidationError, 422, "validation_error"),
+_DRF_CODES: list[tuple[type[drf.APIException], int, ErrorCode]] = [
+    (drf.ParseError, 400, ErrorCode.MALFORMED_REQUEST),
+    (drf.UnsupportedMediaType, 415, ErrorCode.UNSUPPORTED_MEDIA_TYPE),
+    (drf.NotAuthenticated, 401, ErrorCode.NOT_AUTHENTICATED),
+    (drf.AuthenticationFailed, 401, ErrorCode.NOT_AUTHENTICATED),
+    (drf.PermissionDenied, 403, ErrorCode.FORBIDDEN),
+    (drf.NotFound, 404, ErrorCode.NOT_FOUND),
+    (drf.MethodNotAllowed, 405, ErrorCode.METHOD_NOT_ALLOWED),
+    (drf.NotAcceptable, 406, ErrorCode.NOT_ACCEPTABLE),
+    (drf.Throttled, 429, ErrorCode.RATE_LIMITED),
+    (drf.ValidationError, 422, ErrorCode.VALIDATION_ERROR),
 ]
 
 
@@ -154,7 +217,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if not isinstance(exc, drf.APIException):
         return None  # a real bug: let Django log it and answer 500
     set_rollback()
-    status, code = exc.status_code, "error"
+    # An APIException no rule above names (none today): a generic code.
+    status = exc.status_code
+    code = ErrorCode.SERVER_ERROR if status >= 500 else ErrorCode.BAD_REQUEST
     for klass, mapped_status, mapped_code in _DRF_CODES:
         if isinstance(exc, klass):
             status, code = mapped_status, mapped_code
@@ -172,7 +237,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return Response(_envelope(code, message, details), status=status, headers=headers)
 
 
-def json_error(code: str, message: str, status: int) -> JsonResponse:
+def json_error(code: ErrorCode, message: str, status: int) -> JsonResponse:
     """The envelope for plain Django views (404/500 handlers, health check)."""
     return JsonResponse(_envelope(code, message), status=status)
 
@@ -180,7 +245,7 @@ def json_error(code: str, message: str, status: int) -> JsonResponse:
 def handler404(request, exception=None):
     """JSON envelope for API clients, the HTML page for people."""
     if request.path.startswith("/api/"):
-        return json_error("not_found", "Not found.", 404)
+        return json_error(ErrorCode.NOT_FOUND, "Not found.", 404)
     from django.shortcuts import render
 
     return render(request, "404.html", status=404)
@@ -201,7 +266,7 @@ def api_not_found(request, *args, **kwargs):
             match = None
         if match is not None and match.func is not api_not_found:
             message = f"Not found. API paths end with '/': {request.path}/"
-    return json_error("not_found", message, 404)
+    return json_error(ErrorCode.NOT_FOUND, message, 404)
 
 
 def _too_large() -> PayloadTooLarge:
@@ -216,8 +281,8 @@ def handler400(request, exception=None):
     if isinstance(exception, RequestDataTooBig):
         error = _too_large()
         return JsonResponse(_envelope(error.code, error.message, error.details), status=413)
-    return json_error("bad_request", "The request could not be processed.", 400)
+    return json_error(ErrorCode.BAD_REQUEST, "The request could not be processed.", 400)
 
 
 def handler500(request):
-    return json_error("server_error", "Internal error.", 500)
+    return json_error(ErrorCode.SERVER_ERROR, "Internal error.", 500)

@@ -27,6 +27,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.views import APIView
 
+from fairqueue.errors import ErrorCode
+
 # The customer token's security scheme (customers/schema.py registers it) and
 # the idempotency header (customers/idempotency.py reads it), named here so the
 # hook below knows which operations carry them.
@@ -35,7 +37,8 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
+    # Every code the API can answer with (the schema's ErrorCodeEnum).
+    code = serializers.ChoiceField(choices=[(c.value, c.name) for c in ErrorCode])
     message = serializers.CharField()
     details = serializers.DictField()
 
@@ -52,24 +55,29 @@ def error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ErrorEnvelopeSerializer, description=description)
 
 
-
-UNAUTHENTICATED = "not_authenticated, invalid_token or token_expired: no valid customer token."
-NOT_FOUND = "not_found (or a more precise *_not_found): no such resource, or a malformed id."
-MALFORMED = "malformed_request: the body is not valid JSON."
-TOO_LARGE = "payload_too_large: the body is over the size limit (details.max_bytes)."
-UNSUPPORTED = "unsupported_media_type: the body is not application/json."
+UNAUTHENTICATED = (
+    f"{ErrorCode.NOT_AUTHENTICATED}, {ErrorCode.INVALID_TOKEN} or {ErrorCode.TOKEN_EXPIRED}: "
+    "no valid customer token."
+)
+NOT_FOUND = (
+    f"{ErrorCode.NOT_FOUND} (or a more precise *_not_found): no such resource, or a malformed id."
+)
+MALFORMED = f"{ErrorCode.MALFORMED_REQUEST}: the body is not valid JSON."
+TOO_LARGE = f"{ErrorCode.PAYLOAD_TOO_LARGE}: the body is over the size limit (details.max_bytes)."
+UNSUPPORTED = f"{ErrorCode.UNSUPPORTED_MEDIA_TYPE}: the body is not application/json."
 INVALID = (
-    "validation_error: the body is not a JSON object, has unknown fields "
+    f"{ErrorCode.VALIDATION_ERROR}: the body is not a JSON object, has unknown fields "
     "(details.unknown_fields) or invalid ones (details.fields)."
 )
 IDEMPOTENCY_BUSY = (
-    "idempotency_in_progress: a request with this Idempotency-Key is still running; "
-    "see the Retry-After header."
+    f"{ErrorCode.IDEMPOTENCY_IN_PROGRESS}: a request with this Idempotency-Key is still "
+    "running; see the Retry-After header."
 )
 IDEMPOTENCY_INVALID = (
-    "invalid_idempotency_key, or idempotency_mismatch: the key was used with another request."
+    f"{ErrorCode.INVALID_IDEMPOTENCY_KEY}, or {ErrorCode.IDEMPOTENCY_MISMATCH}: the key was used "
+    "with another request."
 )
-THROTTLED = "rate_limited: too many requests; see the Retry-After header."
+THROTTLED = f"{ErrorCode.RATE_LIMITED}: too many requests; see the Retry-After header."
 
 
 def operation_errors(

@@ -10,7 +10,7 @@ from typing import Any
 import jwt
 from django.conf import settings
 
-from fairqueue.errors import Unauthenticated
+from fairqueue.errors import ErrorCode, Unauthenticated
 
 ISSUER = "fairqueue"
 _ALGORITHM = "HS256"
@@ -41,6 +41,6 @@ def verify(token: str, *, audience: str) -> dict[str, Any]:
             options={"require": ["exp", "aud", "iss", "sub"]},
         )
     except jwt.ExpiredSignatureError as exc:
-        raise Unauthenticated("The token has expired.", code="token_expired") from exc
+        raise Unauthenticated("The token has expired.", code=ErrorCode.TOKEN_EXPIRED) from exc
     except jwt.PyJWTError as exc:
-        raise Unauthenticated("The token is not valid.", code="invalid_token") from exc
+        raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fairqueue.redis import RedisStore, event_key
+from fairqueue.redis import RedisStore, event_key, required
 
 # A reservation older than this is from a process that died mid-claim. A claim
 # holds its reservation for one short Postgres transaction, so this is far
@@ -38,6 +38,12 @@ class Reservation:
     def member(self) -> str:
         """How the reservation is written in the in-flight sorted set."""
         return f"{self.id}:{self.quantity}"
+
+
+@dataclass(frozen=True)
+class TierSnapshot:
+    counter: int | None  # None: no counter (rebuilt from Postgres on the next miss)
+    in_flight: int  # tickets held by reservations whose claim has not finished
 
 
 class InventoryStore(RedisStore):
@@ -130,6 +136,29 @@ class InventoryStore(RedisStore):
         values = self.r.mget([self.counter_key(event_id, t) for t in tier_ids]) if tier_ids else []
         return {
             t: (int(v) if v is not None else None) for t, v in zip(tier_ids, values, strict=True)
+        }
+
+    @required
+    def tier_snapshot(
+        self, *, event_id: object, tier_ids: Iterable[object]
+    ) -> dict[str, TierSnapshot]:
+        """Counter and reservations in flight of each tier, read in one
+        MULTI (the keys share the event's hash slot): what the invariant
+        check compares with Postgres."""
+        tier_ids = [str(t) for t in tier_ids]
+        pipe = self.r.pipeline(transaction=True)
+        for tier_id in tier_ids:
+            pipe.get(self.counter_key(event_id, tier_id))
+            pipe.zrange(self.inflight_key(event_id, tier_id), 0, -1)
+        replies = pipe.execute() if tier_ids else []
+        return {
+            tier_id: TierSnapshot(
+                counter=int(counter) if counter is not None else None,
+                in_flight=sum(int(m.rsplit(":", 1)[1]) for m in members),
+            )
+            for tier_id, counter, members in zip(
+                tier_ids, replies[0::2], replies[1::2], strict=True
+            )
         }
 
 

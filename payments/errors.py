@@ -1,6 +1,6 @@
 """Errors the payments interfaces answer with (all in the one envelope)."""
 
-from fairqueue.errors import AppError, Conflict
+from fairqueue.errors import AppError, Conflict, ErrorCode
 
 
 class GatewayUnavailable(AppError):
@@ -8,7 +8,7 @@ class GatewayUnavailable(AppError):
     INITIALIZING (reconciliation finishes it); try again shortly."""
 
     status = 503
-    code = "gateway_unavailable"
+    code = ErrorCode.GATEWAY_UNAVAILABLE
     message = "The payment gateway is not answering; retry shortly."
 
 
@@ -18,22 +18,22 @@ class PaymentsUnavailable(AppError):
     (and gets the lost time back), staff are alerted; try again later."""
 
     status = 503
-    code = "payments_unavailable"
+    code = ErrorCode.PAYMENTS_UNAVAILABLE
     message = "Payments are unavailable for a moment; your tickets stay held. Retry shortly."
 
 
 class AlreadyPaid(Conflict):
-    code = "already_paid"
+    code = ErrorCode.ALREADY_PAID
     message = "This claim is already paid."
 
 
 class InvalidSignature(AppError):
     status = 400
-    code = "invalid_signature"
+    code = ErrorCode.INVALID_SIGNATURE
     message = "The webhook signature is missing or wrong."
 
 
 class MalformedWebhook(AppError):
     status = 400
-    code = "malformed_request"
+    code = ErrorCode.MALFORMED_REQUEST
     message = "The webhook body is not a JSON object."

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from payments.attention import attention_filters
 from payments.domain import LIVE_STATUSES
 from payments.models import GatewayIncident, Payment, PaymentEvent
@@ -20,7 +20,7 @@ def payment_get_for_customer(*, payment_id: uuid.UUID, customer_id: uuid.UUID) -
     existence is not theirs to learn."""
     payment = Payment.objects.filter(pk=payment_id, customer_id=customer_id).first()
     if payment is None:
-        raise NotFound("No such payment.", code="payment_not_found")
+        raise NotFound("No such payment.", code=ErrorCode.PAYMENT_NOT_FOUND)
     return payment
 
 

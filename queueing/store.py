@@ -23,7 +23,7 @@ from pathlib import Path
 
 import redis
 
-from fairqueue.redis import RedisStore, event_key
+from fairqueue.redis import RedisStore, event_key, required
 
 REBUILD_BATCH = 10_000
 
@@ -221,6 +221,13 @@ class QueueStore(RedisStore):
                 yield [member for member, _ in chunk]
             if cursor == 0:
                 return
+
+    @required
+    def members_page(self, *, key: str, start: int, count: int) -> list[tuple[str, int]]:
+        """(member, score) of one page of a sorted set, in its order (the
+        invariant check walks the waiting line this way)."""
+        page = self.r.zrange(key, start, start + count - 1, withscores=True)
+        return [(member, int(score)) for member, score in page]
 
     def remove_many(self, *, key: str, members: list[str]) -> int:
         removed = 0

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from fairqueue.errors import Forbidden, Unauthenticated
+from fairqueue.errors import ErrorCode, Forbidden, Unauthenticated
 from fairqueue.tokens import ISSUER, sign, verify
 
 ADMISSION_AUDIENCE = "fairqueue:admission"
@@ -87,8 +87,8 @@ def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.U
     try:
         claims = verify(token, audience=ADMISSION_AUDIENCE)
     except Unauthenticated as exc:
-        if exc.code == "token_expired":
-            raise Forbidden("The admission has expired.", code="admission_expired") from exc
+        if exc.code == ErrorCode.TOKEN_EXPIRED:
+            raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED) from exc
         raise
     try:
         admission = Admission(
@@ -98,9 +98,15 @@ def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.U
             expires_at=datetime.fromtimestamp(claims["exp"], UTC),
         )
     except (KeyError, ValueError, TypeError) as exc:
-        raise Unauthenticated("The admission token is not valid.", code="invalid_token") from exc
+        raise Unauthenticated(
+            "The admission token is not valid.", code=ErrorCode.INVALID_TOKEN
+        ) from exc
     if admission.event_id != uuid.UUID(str(event_id)):
-        raise Forbidden("This admission token is for another event.", code="admission_invalid")
+        raise Forbidden(
+            "This admission token is for another event.", code=ErrorCode.ADMISSION_INVALID
+        )
     if admission.customer_id != uuid.UUID(str(customer_id)):
-        raise Forbidden("This admission token belongs to someone else.", code="admission_invalid")
+        raise Forbidden(
+            "This admission token belongs to someone else.", code=ErrorCode.ADMISSION_INVALID
+        )
     return admission

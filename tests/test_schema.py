@@ -12,6 +12,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from claims.domain import ClaimStatus, ReleaseReason
 from events.domain import EventStatus
+from fairqueue.errors import ErrorCode
 from fairqueue.schema import document_error_answers, operation_errors, throttled_operations
 from payments.domain import PaymentStatus
 from tests.support.factories import CustomerFactory, bearer
@@ -91,6 +92,18 @@ def test_every_error_answer_is_the_envelope(schema):
     assert envelope["required"] == ["error"]
     body = schema["components"]["schemas"]["ErrorBody"]
     assert sorted(body["properties"]) == sorted(body["required"]) == ["code", "details", "message"]
+
+
+def test_the_error_code_is_the_enum_of_every_code(schema):
+    """Clients can switch on ``error.code``: the schema lists every code
+    (fairqueue.errors.ErrorCode), under one name."""
+    components = schema["components"]["schemas"]
+    assert components["ErrorBody"]["properties"]["code"] == {
+        "$ref": "#/components/schemas/ErrorCodeEnum"
+    }
+    assert components["ErrorCodeEnum"]["type"] == "string"
+    assert components["ErrorCodeEnum"]["enum"] == [code.value for code in ErrorCode]
+    assert "sold_out" in components["ErrorCodeEnum"]["enum"]
 
 
 def test_the_hook_adds_the_plumbings_answers_to_an_undocumented_operation():

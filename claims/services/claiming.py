@@ -21,7 +21,7 @@ from claims.services.tickets import claim_insert, is_one_purchase_violation
 from events.domain import is_on_sale
 from events.models import Event
 from events.services import event_mark_sold_out
-from fairqueue.errors import Busy, Conflict, Forbidden, Gone, InvalidInput, NotFound
+from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
 from fairqueue.redis import event_key
@@ -66,7 +66,7 @@ def claim_create(
     if quantity < 1 or quantity > tier.max_tickets_per_customer:
         raise InvalidInput(
             f"The quantity must be between 1 and {tier.max_tickets_per_customer}.",
-            code="invalid_quantity",
+            code=ErrorCode.INVALID_QUANTITY,
             details={"quantity": quantity, "max": tier.max_tickets_per_customer},
         )
     if not is_on_sale(
@@ -75,14 +75,14 @@ def claim_create(
         sale_start=tier.sale_start,
         sale_end=tier.sale_end,
     ):
-        raise Conflict("This event is not on sale.", code="event_not_on_sale")
+        raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
     try:
         entry = admission_verify(
             token=admission_token, event_id=tier.event_id, customer_id=customer_id
         )
     except Forbidden as exc:
         # The admission was used up by this customer's own successful claim.
-        if exc.code == "admission_expired" and customer_holds_purchase(
+        if exc.code == ErrorCode.ADMISSION_EXPIRED and customer_holds_purchase(
             event_id=tier.event_id, customer_id=customer_id
         ):
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
@@ -108,7 +108,7 @@ def claim_create(
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
         raise Conflict(
             "A claim of yours for this event is being processed.",
-            code="claim_in_progress",
+            code=ErrorCode.CLAIM_IN_PROGRESS,
             retry_after=1,
         )
     reserved: Reservation | None = None
@@ -116,7 +116,7 @@ def claim_create(
         if left == CACHE_MISS:
             left, reservation = _reserve_after_rebuild(store, tier=tier, quantity=quantity)
         if left == NOT_ENOUGH:
-            raise Gone("Sold out.", code="sold_out")
+            raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
         if left < 0:
             raise Busy("Ticket inventory is being rebuilt; retry shortly.")
         reserved = reservation
@@ -164,10 +164,10 @@ def _tier_of_event(*, event_id: object, tier_id: object) -> TierSnapshot:
     if tier is not None and str(tier.event_id) == str(event_id):
         return tier
     if not Event.objects.filter(pk=event_id).exists():
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     raise InvalidInput(
         "No such ticket tier for this event.",
-        code="tier_not_found",
+        code=ErrorCode.TIER_NOT_FOUND,
         details={"tier_id": str(tier_id)},
     )
 
@@ -234,7 +234,7 @@ def _claim_insert(
             if TICKET_GUARD and taken < quantity:
                 raise ShortOfTickets
             if not queue_entry_complete(entry_id=entry_id):
-                raise Forbidden("The admission has expired.", code="admission_expired")
+                raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
     except IntegrityError as exc:
         if is_one_purchase_violation(exc):
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
@@ -245,5 +245,5 @@ def _claim_insert(
         if tier_free_tickets(tier_id=tier.id) >= quantity:
             raise Busy("Tickets are being claimed right now; retry shortly.") from None
         _mark_sold_out_if_none_left(tier.event_id)
-        raise Gone("Sold out.", code="sold_out") from None
+        raise Gone("Sold out.", code=ErrorCode.SOLD_OUT) from None
     return claim

@@ -15,7 +15,7 @@ from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
-from fairqueue.errors import InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from inventory.selectors import event_has_free_ticket
 from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
 
@@ -32,7 +32,7 @@ def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
     )
     claim = Claim.objects.filter(pk=claim_id).first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     if not updated:
         raise InvalidTransition(
             f"A {claim.status} claim cannot be confirmed.",
@@ -53,7 +53,7 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
     the caller's transaction goes on."""
     claim = Claim.objects.filter(pk=claim_id).first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     if claim.status == ClaimStatus.CONFIRMED:
         return True
     if claim.status == ClaimStatus.CLAIMED:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from fairqueue.errors import NotFound
+from fairqueue.errors import ErrorCode, NotFound
 from fairqueue.locks import pg_lock_timeout
 
 
@@ -29,7 +29,7 @@ def claim_lock(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str | None
     with pg_lock_timeout():
         claim = lookup.first()
     if claim is None:
-        raise NotFound("No such claim.", code="claim_not_found")
+        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     return claim
 
 

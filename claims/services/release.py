@@ -13,7 +13,7 @@ from django.utils import timezone
 from claims.domain import CLAIM_MACHINE, UNPAID_RELEASE_SOURCES, ClaimStatus, ReleaseReason
 from claims.models import Claim
 from events.services import event_mark_available
-from fairqueue.errors import InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
 from inventory.services import tickets_free
 from inventory.store import inventory_store
@@ -37,7 +37,7 @@ def claim_release(
     with transaction.atomic():
         claim = lookup.first()
         if claim is None:
-            raise NotFound("No such claim.", code="claim_not_found")
+            raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
         updated = Claim.objects.filter(pk=claim.pk, status__in=UNPAID_RELEASE_SOURCES).update(
             status=ClaimStatus.RELEASED,
             released_at=timezone.now(),
@@ -65,7 +65,7 @@ def claim_release_paid(*, claim_id: uuid.UUID | str) -> Claim:
     with transaction.atomic():
         claim = Claim.objects.filter(pk=claim_id).first()
         if claim is None:
-            raise NotFound("No such claim.", code="claim_not_found")
+            raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
         updated = Claim.objects.filter(pk=claim.pk, status=ClaimStatus.CONFIRMED).update(
             status=ClaimStatus.RELEASED,
             released_at=timezone.now(),

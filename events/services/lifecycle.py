@@ -14,7 +14,7 @@ from events.models import Event, Organizer
 from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
-from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.money import GATEWAY_CURRENCIES
 from inventory.services import inventory_sync_event
 
@@ -149,7 +149,7 @@ def event_update(*, event_id: object, **changes: object) -> Event:
         raise InvalidInput("These fields cannot be changed.", details={"fields": unknown})
     event = Event.objects.select_for_update().filter(pk=event_id).first()
     if event is None:
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     if event.status == EventStatus.ENDED:
         raise InvalidTransition("An ended event cannot be changed.")
     if "currency" in changes:

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from events.domain import EventStatus
 from events.models import Event, TicketTier
 from events.services.sale_status import event_mark_available, event_mark_sold_out
-from fairqueue.errors import InvalidInput, InvalidTransition, NotFound
+from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from inventory.services import inventory_sync_event, tickets_provision
 
 
@@ -72,7 +72,7 @@ def tier_update(
     the tickets already held)."""
     tier = TicketTier.objects.select_for_update().select_related("event").filter(pk=tier_id).first()
     if tier is None:
-        raise NotFound("No such tier.", code="tier_not_found")
+        raise NotFound("No such tier.", code=ErrorCode.TIER_NOT_FOUND)
     tier_spec_validate(TierSpec(name, price, inventory))
     if tier.event.status == EventStatus.ENDED:
         raise InvalidTransition("The tiers of an ended event cannot be changed.")

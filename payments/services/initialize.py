@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.services import claim_extend, claim_lock, claim_payment_started
-from fairqueue.errors import Gone, InvalidTransition
+from fairqueue.errors import ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
 from payments.domain import (
     LIVE_STATUSES,
@@ -105,7 +105,7 @@ def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> Payme
         if claim.status != ClaimStatus.CLAIMED:
             raise InvalidTransition(
                 "This claim was released; it can no longer be paid.",
-                code="claim_not_payable",
+                code=ErrorCode.CLAIM_NOT_PAYABLE,
                 details={"claim_status": claim.status},
             )
         # Past its expiry a claim with a payment in flight is kept until the
@@ -115,7 +115,7 @@ def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> Payme
             return PaymentStart(live, created=False)
         now = timezone.now()
         if claim.expires_at <= now:
-            raise Gone("This claim has expired.", code="claim_expired")
+            raise Gone("This claim has expired.", code=ErrorCode.CLAIM_EXPIRED)
         payment = Payment.objects.create(
             claim=claim,
             customer_id=claim.customer_id,

@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 import redis
 from django.utils import timezone
 
-from fairqueue.errors import Forbidden
+from fairqueue.errors import ErrorCode, Forbidden
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
 from queueing.tokens import admission_token_read
 
 logger = logging.getLogger(__name__)
+
 
 def admission_verify(
     *, token: str, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
@@ -42,7 +43,7 @@ def admission_verify(
     # the token's expiry (to the second) is this very admission.
     if until_ms is not None and abs(until_ms // 1000 - admission.expires_at.timestamp()) <= 1:
         if until_ms <= now.timestamp() * 1000:
-            raise Forbidden("The admission has expired.", code="admission_expired")
+            raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
         # Built from the token and Redis, no database read: id, event_id,
         # customer_id, status and admission_expires_at are set, nothing else.
         entry = QueueEntry(
@@ -65,7 +66,7 @@ def admission_verify(
         or entry.admission_expires_at is None
         or entry.admission_expires_at <= now
     ):
-        raise Forbidden("The admission has expired.", code="admission_expired")
+        raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
     return entry
 
 

@@ -16,7 +16,14 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from events.domain import in_prequeue, is_on_sale
-from fairqueue.errors import AppError, Conflict, InvalidTransition, NotFound, Unauthenticated
+from fairqueue.errors import (
+    AppError,
+    Conflict,
+    ErrorCode,
+    InvalidTransition,
+    NotFound,
+    Unauthenticated,
+)
 from queueing.domain import LIVE_STATUSES, QueueStatus, eta_seconds
 from queueing.models import QueueEntry
 from queueing.selectors import (
@@ -59,7 +66,7 @@ def _now_us() -> int:
 def _event_for_queue(event_id: object) -> EventSnapshot:
     event = event_snapshot(event_id=event_id)
     if event is None:
-        raise NotFound("No such event.", code="event_not_found")
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     return event
 
 
@@ -120,7 +127,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     window = {"status": event.status, "now": now, "sale_start": event.sale_start}
     prequeue = in_prequeue(**window, prequeue_opens_at=event.prequeue_opens_at)
     if not prequeue and not is_on_sale(**window, sale_end=event.sale_end):
-        raise Conflict("This event is not on sale.", code="event_not_on_sale")
+        raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
 
     entry_id, score = uuid.uuid4(), _now_us()
     params = {
@@ -142,11 +149,13 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     except IntegrityError as exc:
         constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""
         if constraint == "queue_one_live_entry":
-            raise Conflict("You are already in this queue.", code="already_in_queue") from exc
+            raise Conflict(
+                "You are already in this queue.", code=ErrorCode.ALREADY_IN_QUEUE
+            ) from exc
         if "customer" in constraint:  # the token names a customer that no longer exists
-            raise Unauthenticated("Unknown customer.", code="invalid_token") from exc
+            raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
         event_snapshot_forget(event.id)  # the event was deleted under the cache
-        raise NotFound("No such event.", code="event_not_found") from exc
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND) from exc
     if not inserted:  # only the join bar makes the INSERT insert nothing
         assert _bar is not None
         raise _bar.error(event.id, customer_id)
@@ -176,7 +185,7 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
     if not updated:
         entry = entry_latest(event_id=event_id, customer_id=customer_id)
         if entry is None or entry.status not in LIVE_STATUSES:
-            raise NotFound("You are not in this queue.", code="not_in_queue")
+            raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
         raise InvalidTransition(
             f"Only a waiting place can be given up (it is {entry.status}).",
             details={"from": entry.status, "to": QueueStatus.ABANDONED.value},
@@ -222,7 +231,7 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     served = answer.served if answer is not None else None
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
-        raise NotFound("You are not in this queue.", code="not_in_queue")
+        raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
         return PositionResult(

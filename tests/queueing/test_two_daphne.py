@@ -20,19 +20,16 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
-from bench.stack import healthz_ok
 from customers.tokens import customer_token_issue
 from events.services import event_pause
 from fairqueue import devstack
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read
+from tests.support.processes import child_env, healthz_ok
 from tests.support.sales import join, make_event
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -40,24 +37,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ASGI_APP = "config.asgi:application"
 
 
-def daphne_env() -> dict[str, str]:
-    """This session's settings for a child process: the test database (not
-    the one DATABASE_URL names), the same Redis and the same signing key."""
-    db = urlsplit(os.environ["DATABASE_URL"])._replace(path="/" + connection.settings_dict["NAME"])
-    return {
-        **os.environ,
-        "DATABASE_URL": db.geturl(),
-        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-        "TOKEN_SIGNING_KEY": settings.TOKEN_SIGNING_KEY,
-        "LOG_LEVEL": "WARNING",
-    }
-
-
 @pytest.fixture
 def two_daphnes(transactional_db, tmp_path) -> Iterator[list[int]]:
     """Two daphne processes on free ports; their ports. Stopped before the
     test database is flushed (they hold pooled connections to it)."""
-    env = daphne_env()
+    env = child_env()
     ports: list[int] = []
     while len(ports) < 2:
         port = devstack.free_port()

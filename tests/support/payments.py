@@ -4,6 +4,8 @@ payments made through the API."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -12,12 +14,14 @@ from django.utils import timezone
 
 from claims.models import Claim
 from customers.models import Customer
-from events.models import TicketTier
+from events.models import Event, TicketTier
 from inventory.models import Ticket
+from inventory.services import inventory_sync_event
 from payments.models import Payment
 from payments.paystack import sign
 from payments.sandbox import SandboxServer, shapes, webhooks
-from tests.support.factories import CustomerFactory, TierFactory, bearer
+from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
+from tests.support.sales import Admitted, admit_directly, claim_one, make_customers
 
 WEBHOOK_PATH = "/api/v1/webhooks/paystack/"
 # The sandbox's control token in tests (its /_sandbox/* API refuses calls without it).
@@ -189,3 +193,64 @@ def post_webhook(client, body: bytes, signature: str | None):
     return client.generic(
         "POST", WEBHOOK_PATH, data=body, content_type="application/json", **headers
     )
+
+
+@dataclass
+class Shop:
+    """What buying through the API takes: clients, the sandbox, and pytest-django's
+    ``django_capture_on_commit_callbacks`` (each step's after-commit work runs
+    as it would in production)."""
+
+    api: Any
+    client: Any
+    sandbox: Sandbox
+    on_commit: Callable[..., Any]
+
+    def buy(self, admitted: Admitted, tier: TicketTier, *, outcome: str = "success") -> Payment:
+        """Claim one ticket, pay at the sandbox and deliver its webhook; or
+        decline there, which sends no webhook (as with Paystack), and come
+        back to the callback page, which finds the decline."""
+        with self.on_commit(execute=True):
+            claim = claim_one(tier, admitted)
+        with self.on_commit(execute=True):
+            payment = pending_payment(self.api, claim)
+        self.sandbox.pay(payment.reference, outcome=outcome, send_webhook=False)
+        with self.on_commit(execute=True):
+            if outcome == "success":
+                response = post_webhook(self.client, *self.sandbox.webhook(payment.reference))
+            else:
+                response = self.client.get("/payments/return/", {"reference": payment.reference})
+        assert response.status_code == 200, response.content
+        return reload(payment)
+
+
+@dataclass
+class PaidSale:
+    """An ACTIVE event sold through the real services, API and sandbox
+    gateway: Regular (3 tickets) bought by two customers and declined by a
+    third in between, VIP (1 ticket) bought; one Regular ticket left. Every
+    invariant holds, settled ones included."""
+
+    event: Event
+    regular: TicketTier
+    vip: TicketTier
+    paid: list[Payment]
+    declined: Payment
+    shop: Shop
+
+    def buy(self, admitted: Admitted, tier: TicketTier, *, outcome: str = "success") -> Payment:
+        return self.shop.buy(admitted, tier, outcome=outcome)
+
+
+def make_paid_sale(shop: Shop) -> PaidSale:
+    event = EventFactory(name="Paid sale")
+    regular = TierFactory(event=event, name="Regular", inventory=3, price=500_000)
+    vip = TierFactory(event=event, name="VIP", inventory=1, price=2_000_000, sort_order=1)
+    inventory_sync_event(event_id=event.pk)
+    first, second, third, fourth = admit_directly(event, make_customers(4))
+    paid = [shop.buy(first, regular)]
+    declined = shop.buy(second, regular, outcome="failed")
+    paid += [shop.buy(third, regular), shop.buy(fourth, vip)]
+    assert [p.status for p in paid] == ["CONFIRMED"] * 3
+    assert declined.status == "FAILED"
+    return PaidSale(event, regular, vip, paid, declined, shop)

@@ -13,7 +13,14 @@ from fairqueue.redis import get_redis
 from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
-from tests.support.payments import CONTROL_TOKEN, RETRY_SCALE, Sandbox
+from tests.support.payments import (
+    CONTROL_TOKEN,
+    RETRY_SCALE,
+    PaidSale,
+    Sandbox,
+    Shop,
+    make_paid_sale,
+)
 from tests.support.signin import REQUEST_URL, code_from
 
 
@@ -66,6 +73,13 @@ def sandbox(sandbox_server: SandboxServer, settings) -> Sandbox:
     settings.PAYSTACK_MAX_ATTEMPTS = 3
     settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
     return Sandbox(sandbox_server)
+
+
+@pytest.fixture
+def paid_sale(api, client, sandbox, django_capture_on_commit_callbacks) -> PaidSale:
+    """An event sold through the API and the sandbox, one ticket left
+    (tests.support.payments.make_paid_sale)."""
+    return make_paid_sale(Shop(api, client, sandbox, django_capture_on_commit_callbacks))
 
 
 @pytest.fixture
