@@ -92,18 +92,30 @@ def create(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
             gateway.config["refund_outcome"],
             float(gateway.config["refund_delay_seconds"]),
         )
-    webhooks.send(gateway, tx["reference"], "refund.pending", event_data, wait=False)
-    if outcome != "manual":
-        threading.Thread(
-            target=_settle_later, args=(gateway, refund["id"], outcome, delay), daemon=True
-        ).start()
+    threading.Thread(
+        target=_announce_then_settle,
+        args=(gateway, tx["reference"], event_data, refund["id"], outcome, delay),
+        daemon=True,
+    ).start()
     return json_response(
         "200 OK", {"status": True, "message": "Refund has been queued for processing", "data": view}
     )
 
 
-def _settle_later(gateway: SandboxGateway, refund_id: int, outcome: str, delay: float) -> None:
+def _announce_then_settle(
+    gateway: SandboxGateway,
+    reference: str,
+    pending: dict[str, Any],
+    refund_id: int,
+    outcome: str,
+    delay: float,
+) -> None:
+    """``refund.pending`` first (its first delivery attempt), then, unless
+    the outcome is manual, the refund settles after ``delay``."""
     generation = gateway.generation
+    webhooks.send(gateway, reference, "refund.pending", pending, wait=True)
+    if outcome == "manual":
+        return
     time.sleep(delay)
     if gateway.generation == generation:
         settle(gateway, refund_id, outcome)

@@ -151,7 +151,8 @@ def test_refund_required_is_refunded_over_http_without_staff(live_server, gatewa
     received = [
         e.data["event"] for e in payment.events.filter(kind="webhook_received").order_by("id")
     ]
-    assert received == ["charge.success", "refund.pending", "refund.processed"]
+    # Webhooks may arrive in any order; each counted once.
+    assert sorted(received) == ["charge.success", "refund.pending", "refund.processed"]
     assert gateway.stats()["refund_calls"] == 1
     assert reload(claim).status == ClaimStatus.RELEASED  # nobody got tickets for it
 

@@ -303,3 +303,21 @@ def test_a_gateway_refusal_marks_the_refund_failed(api, client, gateway):
     assert "fully reversed" in refund.failure_reason
     assert reload(payment).status == "REFUND_FAILED"
     assert gateway.stats()["refund_calls"] == 2
+
+
+def test_refund_webhooks_out_of_order_end_refunded(api, client, gateway):
+    payment = paid(api, client, gateway)
+    payment_refund(payment_id=payment.pk, actor="staff:ada", reason="x")
+    [refund] = gateway.refunds_of(payment.reference)
+    pending = gateway.refund_webhook(refund["id"])
+    gateway.settle_refund(str(refund["id"]), "processed")
+    processed = gateway.refund_webhook(refund["id"])
+
+    assert post_webhook(client, *processed).json() == {"status": "processed"}
+    assert post_webhook(client, *pending).json() == {"status": "processed"}  # late: no effect
+
+    payment = reload(payment)
+    assert payment.status == "REFUNDED"
+    assert payment.refunded_amount == payment.amount
+    assert reload(payment.refunds.get()).status == "PROCESSED"
+    assert transitions(payment)[-1] == ("REFUND_PENDING", "REFUNDED")
