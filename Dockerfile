@@ -17,11 +17,16 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && rm /tmp/requirements.txt
 
 COPY README.md manage.py ./
+COPY config ./config
 COPY fairqueue ./fairqueue
+COPY customers ./customers
+COPY inventory ./inventory
 COPY events ./events
 COPY queueing ./queueing
 COPY claims ./claims
 COPY payments ./payments
+COPY storefront ./storefront
+COPY console ./console
 COPY templates ./templates
 RUN pip install --no-deps .
 

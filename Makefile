@@ -8,14 +8,45 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test lint services clean
+.PHONY: run test lint services clean tools browser screenshots
 
 # The whole system: embedded services, migrations, demo data, web, ws, worker, beat, sandbox.
 run: $(STAMP)
 	$(VENV_PY) -m fairqueue.devstack run
 
-test: $(STAMP)
+test: $(STAMP) tools browser
 	$(VENV_PY) -m fairqueue.devstack test -- pytest $(PYTEST_ARGS)
+
+# System tools the tests use: promtool (Prometheus' own checker, run on the
+# /metrics output and the alert rules) from Debian's prometheus package.
+tools:
+	@command -v promtool >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "promtool is missing: sudo apt-get install prometheus (Debian/Ubuntu)" >&2; exit 1; \
+		fi; \
+		echo "installing promtool (Debian package prometheus)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	}
+
+# The browser tests drive Debian's chromium + chromium-driver (never a downloaded browser):
+# installed here when missing and this machine allows it (root with apt-get). Otherwise the
+# browser tests fail and say what to install.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium and chromium-driver for the browser tests"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+				echo "warning: could not install chromium: the browser tests will fail" >&2; \
+		else \
+			echo "warning: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser tests will fail" >&2; \
+		fi; \
+	fi
+
+# The browser tests again, writing their screenshots to docs/img/ (the README shows two).
+screenshots: $(STAMP) browser
+	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m fairqueue.devstack test -- pytest tests/browser -m slow
 
 lint: $(STAMP)
 	$(VENV_PY) -m ruff check .

@@ -1,15 +1,24 @@
 """Claims in the admin: read-only, for staff granted ``claims.view_claim``
 (superusers included). A user who belongs to an organizer sees the claims of
 that organizer's events only; platform staff (in no organizer) see all
-(fairqueue/adminscope.py). Nothing
-is changed from here: claims move only through the claims services."""
+(fairqueue/adminscope.py). Nothing is changed from here: claims move only
+through the claims services. Money in the currency's major unit; the
+customer, event, queue entry and payments are links."""
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
+from claims.domain import ClaimStatus
 from claims.models import Claim
 from fairqueue.adminscope import organizer_scope
+from fairqueue.money import money_format
+
+
+def _link(route: str, pk: object, label: object) -> str:
+    return format_html('<a href="{}">{}</a>', reverse(route, args=[pk]), label)
 
 
 class DisputedFilter(admin.SimpleListFilter):
@@ -31,27 +40,21 @@ class DisputedFilter(admin.SimpleListFilter):
 @admin.register(Claim)
 class ClaimAdmin(admin.ModelAdmin):
     list_display = (
-        "id",
-        "customer",
-        "event",
-        "tier",
-        "quantity",
-        "amount",
-        "currency",
-        "status",
-        "created_at",
-        "expires_at",
-        "release_reason",
-        "disputed_at",
-    )
-    list_filter = (DisputedFilter, "status", "release_reason")
+        "short_id", "customer_link", "event_link", "tier_name", "quantity", "total",
+        "state", "created_at", "expires_at", "payments_link", "disputed_at",
+    )  # fmt: skip
+    list_filter = (DisputedFilter, "status", "release_reason", "payment_in_flight")
     search_fields = ("=id", "customer__email", "=customer__id")
     list_select_related = ("customer", "event", "tier")
-    raw_id_fields = ("customer", "event", "tier", "queue_entry")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     show_full_result_count = False
-    readonly_fields = [f.name for f in Claim._meta.fields]
+    fields = (
+        "id", "state", "customer_link", "event_link", "tier_name", "quantity", "total",
+        "payments_link", "in_flight", "queue_entry_link", "created_at", "expires_at",
+        "confirmed_at", "released_at",
+    )  # fmt: skip
+    readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Claim]:
         return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
@@ -64,3 +67,46 @@ class ClaimAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Claim | None = None) -> bool:
         return False
+
+    @admin.display(description="claim", ordering="id")
+    def short_id(self, claim: Claim) -> str:
+        return str(claim.pk)[:8]
+
+    @admin.display(description="status", ordering="status")
+    def state(self, claim: Claim) -> str:
+        if claim.status == ClaimStatus.RELEASED and claim.release_reason:
+            return f"{claim.status} ({claim.get_release_reason_display().lower()})"
+        return claim.status
+
+    @admin.display(description="customer", ordering="customer__email")
+    def customer_link(self, claim: Claim) -> str:
+        return _link("admin:core_customer_change", claim.customer_id, claim.customer.email)
+
+    @admin.display(description="event", ordering="event__name")
+    def event_link(self, claim: Claim) -> str:
+        return _link("admin:events_event_change", claim.event_id, claim.event.name)
+
+    @admin.display(description="tier", ordering="tier__name")
+    def tier_name(self, claim: Claim) -> str:
+        return claim.tier.name
+
+    @admin.display(description="amount", ordering="amount")
+    def total(self, claim: Claim) -> str:
+        return money_format(claim.amount, claim.currency)
+
+    @admin.display(description="payments")
+    def payments_link(self, claim: Claim) -> str:
+        url = reverse("admin:payments_payment_changelist") + f"?claim__id__exact={claim.pk}"
+        return format_html('<a href="{}">payments of this claim</a>', url)
+
+    @admin.display(description="payment in flight")
+    def in_flight(self, claim: Claim) -> str:
+        if claim.payment_in_flight:
+            return "yes: expiry waits for the gateway's answer before releasing it"
+        return "no"
+
+    @admin.display(description="queue entry")
+    def queue_entry_link(self, claim: Claim) -> str:
+        if claim.queue_entry_id is None:
+            return "-"
+        return _link("admin:queueing_queueentry_change", claim.queue_entry_id, "the admission")

@@ -1,7 +1,10 @@
-"""Pure rules of a claim on tickets (no Django)."""
+"""Pure rules of a claim on tickets, and of the tickets issued for a paid
+claim (no Django)."""
 
 from __future__ import annotations
 
+import re
+import secrets
 from enum import StrEnum
 
 from fairqueue.states import StateMachine, choices
@@ -23,19 +26,14 @@ CLAIM_MACHINE = StateMachine(
     "claim",
     {
         C.CLAIMED: {C.CONFIRMED, C.RELEASED},
-        # A paid purchase is cancelled when its money goes back (a refund, or
-        # a chargeback staff accept): its tickets return to sale.
+        # A paid claim is released by a refund or by staff (release_sources);
+        # its issued tickets are voided in the same transaction.
         C.CONFIRMED: {C.RELEASED},
         # A late payment success for a released claim re-instates it when the
         # tickets are still free (invariant 5).
         C.RELEASED: {C.CONFIRMED},
     },
 )
-
-# The releases a customer, expiry, a failed payment or staff make: only an
-# unpaid claim. A paid one leaves CONFIRMED only when its money goes back
-# (``ReleaseReason.REFUNDED``, claims.services.claim_release_paid).
-UNPAID_RELEASE_SOURCES = (C.CLAIMED,)
 
 # Claims that hold tickets (invariant 3) and count as the customer's purchase
 # for the event (invariant 6).
@@ -47,4 +45,67 @@ class ReleaseReason(StrEnum):
     EXPIRED = "expired"
     PAYMENT_FAILED = "payment_failed"
     STAFF = "staff"
-    REFUNDED = "refunded"  # a paid claim whose money went back to the customer
+    REFUNDED = "refunded"
+
+
+# Who may release a paid (CONFIRMED) claim: only a refund or staff. The
+# customer, expiry and a failed payment release an unpaid hold only.
+_PAID_RELEASERS = frozenset({ReleaseReason.STAFF, ReleaseReason.REFUNDED})
+
+
+def release_sources(reason: ReleaseReason | str) -> tuple[ClaimStatus, ...]:
+    """The statuses a claim may be released from for ``reason``: the WHERE
+    clause of the conditional UPDATE."""
+    if ReleaseReason(reason) in _PAID_RELEASERS:
+        return (C.CLAIMED, C.CONFIRMED)
+    return (C.CLAIMED,)
+
+
+# --- issued tickets ----------------------------------------------------------
+# One per seat of a CONFIRMED claim, with the code the door scans. Not the
+# sellable unit (inventory's Ticket rows, reused after a release): an issued
+# ticket is never reused, so a voided code still answers "void" at the door.
+
+
+class IssuedTicketStatus(StrEnum):
+    VALID = "VALID"
+    USED = "USED"  # checked in at the door
+    VOID = "VOID"  # its claim left CONFIRMED (refund, staff release)
+
+
+ISSUED_TICKET_STATUS_CHOICES = choices(IssuedTicketStatus)
+
+T = IssuedTicketStatus
+ISSUED_TICKET_MACHINE = StateMachine(
+    "issued_ticket",
+    {
+        T.VALID: {T.USED, T.VOID},
+        # A refund after the holder went in still cancels the ticket.
+        T.USED: {T.VOID},
+    },
+)
+
+# Crockford's base32: no I, L, O or U, so a code read aloud or typed from
+# paper is not mistaken. 16 symbols = 80 random bits.
+CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+CODE_LENGTH = 16
+_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
+_NOT_CODE = re.compile(r"[\s\-]+")
+
+
+def ticket_code_new() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def ticket_code_display(code: str) -> str:
+    """``ABCD2345EFGH6789`` -> ``ABCD-2345-EFGH-6789`` (what the QR holds)."""
+    return "-".join(code[i : i + 4] for i in range(0, len(code), 4))
+
+
+def ticket_code_normalize(text: str) -> str | None:
+    """What a door scanner or a person typed, as the stored code: case,
+    spaces and dashes ignored, O/I/L read as 0/1. None when it cannot be a code."""
+    code = _NOT_CODE.sub("", str(text)).upper().translate(_LOOKALIKES)
+    if len(code) != CODE_LENGTH or any(ch not in CODE_ALPHABET for ch in code):
+        return None
+    return code

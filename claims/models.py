@@ -2,7 +2,14 @@ import uuid
 
 from django.db import models
 
-from claims.domain import CLAIM_STATUS_CHOICES, HOLDING_STATUSES, ClaimStatus, ReleaseReason
+from claims.domain import (
+    CLAIM_STATUS_CHOICES,
+    HOLDING_STATUSES,
+    ISSUED_TICKET_STATUS_CHOICES,
+    ClaimStatus,
+    IssuedTicketStatus,
+    ReleaseReason,
+)
 from fairqueue.states import choices
 
 
@@ -56,3 +63,60 @@ class Claim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.quantity} x {self.tier_id} for {self.customer_id} ({self.status})"
+
+
+class IssuedTicket(models.Model):
+    """A ticket issued to a buyer: one per seat of a CONFIRMED claim, with
+    the unguessable code its QR holds and the door scans.
+
+    Not ``inventory.Ticket``: that is the sellable unit (one row per ticket of
+    a tier, taken by claims and reused after a release). An issued ticket
+    belongs to one sale for good: when its claim leaves CONFIRMED (a refund,
+    a staff release) it is VOID, and its code still answers "void" at the door.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    code = models.CharField(max_length=16, unique=True)
+    claim = models.ForeignKey(Claim, on_delete=models.PROTECT, related_name="issued_tickets")
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.PROTECT, related_name="issued_tickets"
+    )
+    tier = models.ForeignKey("events.TicketTier", on_delete=models.PROTECT, related_name="+")
+    customer = models.ForeignKey(
+        "core.Customer", on_delete=models.PROTECT, related_name="issued_tickets"
+    )
+    holder_email = models.EmailField()
+    seat = models.PositiveSmallIntegerField(help_text="1..quantity within its claim.")
+    status = models.CharField(
+        max_length=8, choices=ISSUED_TICKET_STATUS_CHOICES, default=IssuedTicketStatus.VALID
+    )
+    issued_at = models.DateTimeField()
+    checked_in_at = models.DateTimeField(null=True, blank=True)
+    checked_in_by = models.CharField(max_length=150, blank=True, default="")
+    voided_at = models.DateTimeField(null=True, blank=True)
+    void_reason = models.CharField(max_length=32, blank=True, default="")
+    # When the confirmation email carrying this ticket went out (null: not yet).
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["issued_at", "seat"]
+        constraints = [
+            # Issuing twice for one claim (a repeated confirmation) makes no
+            # second set: the INSERT skips seats that are already issued.
+            models.UniqueConstraint(
+                fields=["claim", "seat"],
+                condition=~models.Q(status=IssuedTicketStatus.VOID.value),
+                name="issued_ticket_one_per_seat",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["customer", "issued_at"], name="issued_ticket_customer"),
+            models.Index(
+                fields=["issued_at"],
+                condition=models.Q(emailed_at__isnull=True),
+                name="issued_ticket_not_emailed",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"ticket {self.code} ({self.status})"

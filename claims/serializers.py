@@ -68,3 +68,19 @@ class ClaimDetailSerializer(ClaimSerializer):
             "release_reason",
         ]
         read_only_fields = fields
+
+
+class CheckInSerializer(StrictSerializer):
+    code = serializers.CharField(
+        max_length=64,
+        help_text="The ticket's code, as its QR holds it or as typed (dashes optional).",
+    )
+
+
+class CheckedInSerializer(serializers.Serializer):
+    result = serializers.ChoiceField(choices=[("checked_in", "Checked in")])
+    code = serializers.CharField()
+    tier = serializers.CharField()
+    seat = serializers.IntegerField()
+    holder_email = serializers.EmailField()
+    checked_in_at = serializers.DateTimeField()

@@ -4,17 +4,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claims.domain import ReleaseReason
+from claims.domain import ReleaseReason, ticket_code_display
 from claims.selectors import claim_get_for_customer
 from claims.serializers import (
+    CheckedInSerializer,
+    CheckInSerializer,
     ClaimCreateSerializer,
     ClaimDetailSerializer,
     ClaimSerializer,
     claim_created_payload,
 )
-from claims.services import claim_create, claim_release
+from claims.services import claim_create, claim_release, issued_ticket_check_in
 from customers.authentication import IsCustomer, customer_of
 from customers.idempotency import IDEMPOTENCY_KEY, idempotent
+from events.authentication import OrganizerSessionAuthentication, RunsThisEvent
 from fairqueue.api import parse
 from fairqueue.schema import error
 
@@ -86,3 +89,41 @@ class ClaimDetailView(APIView):
             claim_id=claim_id, reason=ReleaseReason.CUSTOMER, customer_id=customer_of(request).id
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TicketCheckInView(APIView):
+    """The door. Organizer auth: the admin session of a member of the
+    event's organizer, with CSRF (events/authentication.py)."""
+
+    authentication_classes = [OrganizerSessionAuthentication]
+    permission_classes = [RunsThisEvent]
+
+    @extend_schema(
+        operation_id="ticket_check_in",
+        summary="Check a ticket in at the door (organizers)",
+        request=CheckInSerializer,
+        responses={
+            200: CheckedInSerializer,
+            401: error("not_authenticated: no admin session."),
+            403: error("forbidden: not a member of the event's organizer, or no CSRF token."),
+            404: error("ticket_not_found"),
+            409: error(
+                "ticket_already_used (details.checked_in_at: when), ticket_void (refunded or "
+                "released; details.voided_at), ticket_other_event (details.event_name)."
+            ),
+        },
+    )
+    def post(self, request: Request, event_id: str) -> Response:
+        data = parse(CheckInSerializer, request.data)
+        ticket = issued_ticket_check_in(
+            event_id=event_id, code=data["code"], actor=f"staff:{request.user.get_username()}"
+        )
+        body = {
+            "result": "checked_in",
+            "code": ticket_code_display(ticket.code),
+            "tier": ticket.tier.name,
+            "seat": ticket.seat,
+            "holder_email": ticket.holder_email,
+            "checked_in_at": ticket.checked_in_at,
+        }
+        return Response(CheckedInSerializer(body).data)

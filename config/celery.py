@@ -4,9 +4,12 @@ django-celery-beat's DatabaseScheduler stores this schedule in Postgres, so
 organizers can see it in the admin; this module stays its single definition.
 """
 
+import logging.config
 import os
 
 from celery import Celery
+from celery.signals import setup_logging
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -15,9 +18,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-def _beat_schedule() -> dict:
-    from django.conf import settings
+@setup_logging.connect
+def _use_the_settings_logging(**kwargs: object) -> None:
+    """Worker and beat log like the web processes (settings.LOGGING: format,
+    request/event ids, Celery's per-task chatter at DEBUG) instead of
+    Celery's own setup; ``LOG_LEVEL`` sets the level, not ``--loglevel``."""
+    logging.config.dictConfig(settings.LOGGING)
 
+
+def _beat_schedule() -> dict:
     every = {
         "admission": settings.ADMISSION_INTERVAL_SECONDS,
         "expiry": settings.EXPIRY_INTERVAL_SECONDS,
@@ -43,6 +52,10 @@ def _beat_schedule() -> dict:
             "schedule": every["reconcile"],
         },
         "records-purge": {"task": "customers.tasks.records_purge", "schedule": 3600.0},
+        "confirmation-emails-sweep": {
+            "task": "storefront.tasks.confirmation_emails_sweep",
+            "schedule": 300.0,
+        },
     }
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from fairqueue.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -24,7 +26,10 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://localhost:8000")
+# Base of absolute links (payment callback, emails). Empty: the host the
+# customer used (fairqueue/public_url.py), so a phone on the LAN can pay.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
+PORT = env.int("PORT", default=8000)
 # Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
 # Empty: the page's own host, on WS_PORT when that is set (`make run` serves
 # daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
@@ -41,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
     "channels",
     "django_celery_beat",
     "customers",
@@ -56,6 +62,8 @@ INSTALLED_APPS = [
 # Django's own middleware; the four cookie ones skip /api/ (bearer tokens only),
 # see fairqueue/middleware.py.
 MIDDLEWARE = [
+    # First: times the whole request and logs one line for it.
+    "fairqueue.requestlog.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -224,6 +232,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Each status field's choices under its own name (they all share "status").
     "ENUM_NAME_OVERRIDES": {
         "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
@@ -249,11 +260,20 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 LOGIN_URL = "admin:login"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# --- Logs and metrics ----------------------------------------------------------
+# One line per HTTP request; plain text, or one JSON object per line with
+# LOG_FORMAT=json (fairqueue/logs.py). Celery's processes use the same config.
+LOGGING = logging_config(
+    level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="plain")
+)
+# GET /metrics: open to loopback callers when METRICS_TOKEN is empty (make
+# run), else only with "Authorization: Bearer <METRICS_TOKEN>".
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# /readyz: how long it waits for a Celery worker to answer a ping.
+READYZ_WORKER_TIMEOUT_SECONDS = env.float("READYZ_WORKER_TIMEOUT_SECONDS", default=1.0)
+# Where the Celery worker and beat touch their heartbeat files (the compose
+# healthchecks read them: python -m console.probe worker|beat).
+HEARTBEAT_DIR = env.str("HEARTBEAT_DIR", default="")
+# Celery worker and beat serve their own metrics on this port when set
+# (docker compose, where each container is scraped); 0 = off.
+CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)

@@ -1,11 +1,18 @@
-"""Rebuild Redis from Postgres (invariant 2): on worker start and on demand."""
+"""Writes of the console: Redis rebuilt from Postgres (invariant 2), and the
+organizer's bulk actions on orders, each through the owning app's services."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 
+from django.db import transaction
+
+from claims.domain import ClaimStatus, ReleaseReason
+from claims.models import Claim
+from claims.services import claim_lock, claim_release
 from events.selectors import events_live
+from fairqueue.errors import Conflict, ErrorCode, InvalidTransition
 from inventory.services import inventory_sync_event
 from queueing.services import queue_rebuild
 
@@ -25,3 +32,26 @@ def redis_rebuild(*, event_id: uuid.UUID | str | None = None) -> dict[str, dict]
         report[str(event.pk)] = {"inventory_healed": len(healed), "queue": queue}
         logger.info("redis rebuilt event=%s %s", event.pk, report[str(event.pk)])
     return report
+
+
+def order_release(*, claim_id: uuid.UUID | str, actor: str) -> Claim:
+    """An organizer gives an unpaid order's tickets back to sale. Refused for
+    anything but an unpaid order, and while a payment for it is in flight
+    (the customer may be paying right now: invariant 5). The claim row is
+    locked first, so a payment cannot start in between."""
+    with transaction.atomic():
+        claim = claim_lock(claim_id=claim_id)
+        if claim.status != ClaimStatus.CLAIMED:
+            raise InvalidTransition(
+                f"A {claim.status} order cannot be released.",
+                details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
+            )
+        if claim.payment_in_flight:
+            raise Conflict(
+                "A payment for this order is in flight; it can be released once that "
+                "payment has failed or expired.",
+                code=ErrorCode.PAYMENT_IN_FLIGHT,
+            )
+        released = claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
+    logger.info("order released by %s claim=%s event=%s", actor, claim.pk, claim.event_id)
+    return released

@@ -74,6 +74,12 @@ class ErrorCode(StrEnum):
     SOLD_OUT = "sold_out"
     CLAIM_EXPIRED = "claim_expired"
     CLAIM_NOT_PAYABLE = "claim_not_payable"
+    PAYMENT_IN_FLIGHT = "payment_in_flight"
+    # Issued tickets at the door.
+    TICKET_NOT_FOUND = "ticket_not_found"
+    TICKET_ALREADY_USED = "ticket_already_used"
+    TICKET_VOID = "ticket_void"
+    TICKET_OTHER_EVENT = "ticket_other_event"
     # Payments.
     PAYMENT_NOT_FOUND = "payment_not_found"
     ALREADY_PAID = "already_paid"

@@ -4,8 +4,8 @@ from django.http import HttpRequest, JsonResponse
 from fairqueue.redis import get_redis
 
 
-def healthz(request: HttpRequest) -> JsonResponse:
-    """Checks both stores; 503 when either is unreachable."""
+def dependency_checks() -> dict[str, str]:
+    """Postgres and Redis answer a trivial command: "ok" or the error's type."""
     checks = {}
     try:
         with connection.cursor() as cursor:
@@ -18,6 +18,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
         checks["redis"] = "ok"
     except Exception as exc:
         checks["redis"] = f"error: {type(exc).__name__}"
+    return checks
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: this process answers and reaches both stores; 503 when
+    either is unreachable. Whether the sale is moving is /readyz's question."""
+    checks = dependency_checks()
     healthy = all(v == "ok" for v in checks.values())
     return JsonResponse(
         {"status": "ok" if healthy else "degraded", "checks": checks},

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from django.db import connection, transaction
 
 from fairqueue.errors import InvalidInput
+from fairqueue.metrics import heal
 from inventory.models import Ticket
 from inventory.selectors import free_tickets_by_tier
 from inventory.store import inventory_store
@@ -139,9 +140,15 @@ def inventory_sync_event(
         )
         if previous != new:
             healed.append((tier_id, free, previous, new))
-            logger.warning(
-                "inventory divergence healed event=%s tier=%s postgres_free=%s "
+            # A missing counter (-1: Redis was wiped, or the event just went
+            # live) is routine; a counter that disagreed is worth a look.
+            kind = "inventory_rebuilt" if previous < 0 else "inventory_divergence"
+            heal(kind)
+            logger.log(
+                logging.INFO if previous < 0 else logging.WARNING,
+                "inventory %s event=%s tier=%s postgres_free=%s "
                 "redis_before=%s redis_after=%s",
+                kind,
                 event_id,
                 tier_id,
                 free,

@@ -14,6 +14,7 @@ from customers.authentication import IsCustomer, customer_of
 from customers.idempotency import IDEMPOTENCY_KEY, idempotent
 from fairqueue.api import parse
 from fairqueue.errors import AppError, json_error
+from fairqueue.public_url import public_base_url
 from fairqueue.schema import error
 from payments.selectors import payment_get_for_customer
 from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut
@@ -51,7 +52,11 @@ class ClaimPaymentView(APIView):
     @idempotent("payments.create")
     def post(self, request: Request, claim_id: str) -> Response:
         parse(PaymentCreateIn, request.data)  # no body: {}
-        start = payment_initialize(claim_id=claim_id, customer_id=customer_of(request).id)
+        start = payment_initialize(
+            claim_id=claim_id,
+            customer_id=customer_of(request).id,
+            base_url=public_base_url(request),
+        )
         return Response(
             PaymentOut(start.payment).data,
             status=status.HTTP_201_CREATED if start.created else status.HTTP_200_OK,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import redis
 from django.conf import settings
@@ -92,6 +92,13 @@ def waiting_rank(*, entry: QueueEntry) -> int:
 
 def waiting_count(*, event_id: object) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.WAITING).count()
+
+
+def admission_last_tick(*, event_id: uuid.UUID | str) -> datetime | None:
+    """When the admission tick last ran for the event (an ACTIVE event's
+    every tick leaves a rate sample in Redis); None when unknown."""
+    ms = queue_store().last_tick_ms(event_id=event_id)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None
 
 
 def queue_length(*, event_id: uuid.UUID | str) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import redis
 
-from fairqueue.redis import RedisStore, event_key, required
+from fairqueue.redis import RedisStore, best_effort, event_key, required
 
 REBUILD_BATCH = 10_000
 
@@ -162,6 +162,13 @@ class QueueStore(RedisStore):
 
     def rate(self, *, event_id: object) -> float | None:
         return _float(self.r.get(self.rate_key(event_id)))
+
+    @best_effort(None)
+    def last_tick_ms(self, *, event_id: object) -> int | None:
+        """When the event's last admission tick ran (ms), from its newest
+        rate sample; None when unknown (never ticked, or Redis wiped/down)."""
+        newest = self.r.lindex(self.ticks_key(event_id), 0)
+        return int(newest.split(":", 1)[0]) if newest else None
 
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
         return bool(self.r.exists(self.shuffled_key(event_id)))

@@ -1,90 +1,31 @@
 """Server-rendered pages for customers using a browser.
 
 The pages render what is public (events, tiers, prices, availability); the
-waiting room itself runs in the browser against the JSON API and the queue
-WebSocket with the customer token kept in sessionStorage (see
-storefront/static/storefront/). They never write: every change goes through the API.
+waiting room (storefront/waiting_room.py) runs in the browser against the
+JSON API and the queue WebSocket with the customer token kept in
+localStorage (see storefront/static/storefront/). Pages never write: every
+change goes through the API. Tickets: storefront/ticket_pages.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
-from django.conf import settings
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponse
-from django.http.request import split_domain_port
 from django.shortcuts import render
-from django.urls import path, reverse
+from django.urls import path
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from events.domain import EventStatus, in_prequeue
-from events.models import Event
 from events.selectors import event_public_get, events_public
 from fairqueue.errors import NotFound
 from fairqueue.money import money_format
 from payments.domain import LIVE_STATUSES
 from payments.services import payment_check_on_return
-from storefront.selectors import event_available
-
-
-@dataclass(frozen=True)
-class SaleState:
-    key: str  # upcoming | prequeue | on_sale | paused | sold_out | ended
-    label: str
-    joinable: bool  # the page offers "Join the queue" (the API has the last word)
-
-
-def sale_state(event: Event, now: datetime) -> SaleState:
-    if event.status == EventStatus.ENDED or now >= event.sale_end:
-        return SaleState("ended", "Sale ended", False)
-    if event.status == EventStatus.SOLD_OUT:
-        return SaleState("sold_out", "Sold out", True)
-    if event.status == EventStatus.PAUSED:
-        return SaleState("paused", "Paused", True)
-    if in_prequeue(
-        status=event.status,
-        now=now,
-        prequeue_opens_at=event.prequeue_opens_at,
-        sale_start=event.sale_start,
-    ):
-        return SaleState("prequeue", "Waiting room open", True)
-    if now < event.sale_start:
-        return SaleState("upcoming", "Opens soon", False)
-    return SaleState("on_sale", "On sale", True)
-
-
-def websocket_base_url(request: HttpRequest) -> str:
-    """``WEBSOCKET_PUBLIC_URL`` when set; else this page's host on ``WS_PORT``
-    (`make run`), else this page's own origin (one origin behind nginx). The
-    script upgrades ws: to wss: on an https page."""
-    if settings.WEBSOCKET_PUBLIC_URL:
-        return settings.WEBSOCKET_PUBLIC_URL.rstrip("/")
-    scheme = "wss" if request.is_secure() else "ws"
-    host = request.get_host()
-    if settings.WS_PORT:
-        domain, _ = split_domain_port(host)
-        return f"{scheme}://{domain or 'localhost'}:{settings.WS_PORT}"
-    return f"{scheme}://{host}"
-
-
-def availability_text(available: int | None) -> str:
-    if available is None:
-        return "—"
-    return "Sold out" if available <= 0 else f"{available:,} left"
-
-
-def duration_text(seconds: int) -> str:
-    minutes, rest = divmod(seconds, 60)
-    if minutes and not rest:
-        return f"{minutes} minute{'s' if minutes != 1 else ''}"
-    return f"{seconds} seconds"
-
-
-def not_found_page(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "404.html", {"message": message}, status=404)
+from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
+from storefront.selectors import paid_tickets
+from storefront.ticket_pages import check_in_page, my_tickets_page, ticket_page, ticket_qr_svg
+from storefront.waiting_room import waiting_room_page
+from storefront.wording import PAYMENT_TEXT, words
 
 
 def event_list_page(request: HttpRequest) -> HttpResponse:
@@ -111,40 +52,10 @@ def event_page(request: HttpRequest, event_id: str) -> HttpResponse:
     except NotFound:
         return not_found_page(request, "There is no such event, or it is not on sale yet.")
     state = sale_state(event, timezone.now())
-    available = event_available(event)
-    tiers = [
-        {
-            "id": str(tier.id),
-            "name": tier.name,
-            "price": tier.price,
-            "price_display": money_format(tier.price, event.currency),
-            "available": available.get(str(tier.id)),
-            "available_text": availability_text(available.get(str(tier.id))),
-        }
-        for tier in event.tiers.all()
-    ]
-    config = {
-        "event_id": str(event.pk),
-        "event_name": event.name,
-        "currency": event.currency,
-        "status": event.status,
-        "sale_state": state.key,
-        "joinable": state.joinable,
-        "sale_start": event.sale_start.isoformat(),
-        "sale_end": event.sale_end.isoformat(),
-        "max_tickets_per_customer": event.max_tickets_per_customer,
-        "tiers": tiers,
-        "api": "/api/v1/",
-        "ws_url": websocket_base_url(request),
-        "signin_url": reverse("signin-page"),
-        "payment_return_url": reverse("payment-return-page"),
-    }
     context = {
         "event": event,
         "state": state,
-        "tiers": tiers,
-        "config": config,
-        "quantity_choices": range(1, event.max_tickets_per_customer + 1),
+        "tiers": event_tiers(event),
         "admission_window": duration_text(event.admission_window_seconds),
     }
     return render(request, "events/detail.html", context)
@@ -177,6 +88,8 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
         {
             "payment": payment,
             "pending": payment is not None and payment.status in LIVE_STATUSES,
+            "status_text": words(PAYMENT_TEXT, payment.status) if payment else "",
+            "tickets": paid_tickets(payment) if payment else [],
         },
         status=200 if payment is not None else 404,
     )
@@ -185,6 +98,11 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("", event_list_page, name="event-list-page"),
     path("events/<uuid:event_id>/", event_page, name="event-page"),
+    path("events/<uuid:event_id>/queue/", waiting_room_page, name="waiting-room-page"),
+    path("events/<uuid:event_id>/check-in/", check_in_page, name="check-in-page"),
+    path("tickets/", my_tickets_page, name="my-tickets-page"),
+    path("tickets/<str:code>/", ticket_page, name="ticket-page"),
+    path("tickets/<str:code>/qr.svg", ticket_qr_svg, name="ticket-qr"),
     path("signin/", signin_page, name="signin-page"),
     path("payments/return/", payment_return_page, name="payment-return-page"),
     # DEBUG only (empty otherwise): static files under `make run`, where

@@ -2,11 +2,64 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
+from claims.domain import HOLDING_STATUSES, ticket_code_normalize
+from claims.models import Claim, IssuedTicket
 from events.models import Event
 from inventory.selectors import available_tickets
+from payments.domain import PaymentStatus
+from payments.models import Payment
 
 
 def event_available(event: Event) -> dict[str, int]:
     """Approximate free tickets per tier id (Redis, Postgres where Redis does
     not know); the event's tiers come prefetched by ``events_public``."""
     return available_tickets(event_id=event.pk, tier_ids=[tier.pk for tier in event.tiers.all()])
+
+
+def claim_latest_for_customer(*, event_id: object, customer_id: object) -> Claim | None:
+    """The customer's claim for the event that holds tickets (CLAIMED or
+    CONFIRMED: at most one, invariant 6), else their most recent one."""
+    claims = Claim.objects.filter(event_id=event_id, customer_id=customer_id).select_related("tier")
+    holding = claims.filter(status__in=HOLDING_STATUSES).first()
+    return holding or claims.order_by("-created_at").first()
+
+
+def payment_latest_for_claim(*, claim_id: object) -> Payment | None:
+    return Payment.objects.filter(claim_id=claim_id).order_by("-created_at").first()
+
+
+def payment_confirmed_for_claim(*, claim_id: object) -> Payment | None:
+    return Payment.objects.filter(claim_id=claim_id, status=PaymentStatus.CONFIRMED).first()
+
+
+def issued_tickets_for_customer(
+    *, customer_id: object, event_id: object | None = None
+) -> QuerySet[IssuedTicket]:
+    tickets = IssuedTicket.objects.filter(customer_id=customer_id).select_related("event", "tier")
+    if event_id is not None:
+        tickets = tickets.filter(event_id=event_id)
+    return tickets.order_by("-issued_at", "seat")
+
+
+def issued_ticket_by_code(*, code: str) -> IssuedTicket | None:
+    normalized = ticket_code_normalize(code)
+    if normalized is None:
+        return None
+    return (
+        IssuedTicket.objects.select_related("event", "tier", "claim")
+        .filter(code=normalized)
+        .first()
+    )
+
+
+def paid_tickets(payment: Payment) -> list[IssuedTicket]:
+    """The tickets a CONFIRMED payment bought (empty for any other status)."""
+    if payment.status != PaymentStatus.CONFIRMED:
+        return []
+    return list(
+        IssuedTicket.objects.filter(claim_id=payment.claim_id)
+        .select_related("tier")
+        .order_by("seat")
+    )

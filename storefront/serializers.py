@@ -59,3 +59,73 @@ class EventDetailSerializer(serializers.ModelSerializer):
 
     def get_queue_length(self, event: Event) -> int | None:
         return self.context.get("queue_length")
+
+
+# --- the customer's own state (shapes for the schema; built in customer_state.py) ---
+
+
+class MeQueueSerializer(serializers.Serializer):
+    queue_entry_id = serializers.UUIDField(allow_null=True)
+    joined_at = serializers.DateTimeField(allow_null=True)
+    status = serializers.CharField(help_text="WAITING, ADMITTED, COMPLETED, ABANDONED or EXPIRED.")
+    position = serializers.IntegerField(allow_null=True)
+    eta_seconds = serializers.IntegerField(allow_null=True)
+    served = serializers.IntegerField(allow_null=True)
+    admission_token = serializers.CharField(required=False, help_text="Only while ADMITTED.")
+    admission_expires_at = serializers.DateTimeField(required=False)
+
+
+class MeClaimSerializer(serializers.Serializer):
+    claim_id = serializers.UUIDField()
+    status = serializers.CharField(help_text="CLAIMED, CONFIRMED or RELEASED.")
+    status_text = serializers.CharField(help_text="The status in plain words.")
+    tier_id = serializers.UUIDField()
+    tier_name = serializers.CharField()
+    quantity = serializers.IntegerField()
+    amount = serializers.IntegerField(help_text="Minor units.")
+    currency = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    release_reason = serializers.CharField(allow_null=True)
+    release_text = serializers.CharField()
+
+
+class MePaymentSerializer(serializers.Serializer):
+    payment_id = serializers.UUIDField()
+    status = serializers.CharField()
+    status_text = serializers.CharField(help_text="The status in plain words.")
+    reference = serializers.CharField()
+    authorization_url = serializers.URLField(allow_null=True)
+    amount = serializers.IntegerField()
+    currency = serializers.CharField()
+
+
+class IssuedTicketSerializer(serializers.Serializer):
+    ticket_id = serializers.UUIDField()
+    code = serializers.CharField(help_text="What the QR code holds and the door checks in.")
+    status = serializers.CharField(help_text="VALID, USED (checked in) or VOID (cancelled).")
+    status_text = serializers.CharField()
+    event_id = serializers.UUIDField()
+    tier_name = serializers.CharField()
+    seat = serializers.IntegerField(help_text="1..quantity within the purchase.")
+    holder_email = serializers.EmailField()
+    issued_at = serializers.DateTimeField()
+    checked_in_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField(help_text="The ticket's page (QR code, printable).")
+
+
+class IssuedTicketWithEventSerializer(IssuedTicketSerializer):
+    event_name = serializers.CharField()
+    venue = serializers.CharField()
+    starts_at = serializers.DateTimeField(allow_null=True)
+
+
+class MeEventSerializer(serializers.Serializer):
+    event_id = serializers.UUIDField()
+    queue = MeQueueSerializer(allow_null=True)
+    claim = MeClaimSerializer(allow_null=True)
+    payment = MePaymentSerializer(allow_null=True)
+    tickets = IssuedTicketSerializer(many=True)
+
+
+class MyTicketsSerializer(serializers.Serializer):
+    results = IssuedTicketWithEventSerializer(many=True)

@@ -3,11 +3,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from customers.authentication import IsCustomer, customer_of
 from events.selectors import event_public_get, events_public
 from fairqueue.schema import error
 from queueing.selectors import queue_length
+from storefront.customer_state import customer_event_state, customer_tickets
 from storefront.selectors import event_available
-from storefront.serializers import EventDetailSerializer, EventListSerializer
+from storefront.serializers import (
+    EventDetailSerializer,
+    EventListSerializer,
+    MeEventSerializer,
+    MyTicketsSerializer,
+)
 
 
 class EventListView(APIView):
@@ -34,3 +41,30 @@ class EventDetailView(APIView):
             "queue_length": queue_length(event_id=event.pk),
         }
         return Response(EventDetailSerializer(event, context=context).data)
+
+
+class MeEventView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="me_event",
+        summary="Where am I: my place in line, my claim, its payment and my tickets",
+        responses={200: MeEventSerializer, 404: error("event_not_found")},
+    )
+    def get(self, request: Request, event_id: str) -> Response:
+        event = event_public_get(event_id=event_id)
+        return Response(
+            customer_event_state(event_id=event.pk, customer_id=customer_of(request).id)
+        )
+
+
+class MyTicketsView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="me_tickets",
+        summary="All my tickets, newest first",
+        responses={200: MyTicketsSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"results": customer_tickets(customer_id=customer_of(request).id)})

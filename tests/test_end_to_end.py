@@ -158,6 +158,8 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
         Payment.objects.get(pk=payment["payment_id"]).events.filter(kind="webhook_received").count()
         == 1
     )
+    wait_for(lambda: sandbox.transaction(payment["reference"])["webhooks"])
     assert sandbox.transaction(payment["reference"])["webhooks"][0]["result"] == 200
     landing = requests.get(redirect.headers["Location"], timeout=15)
-    assert "CONFIRMED" in landing.text
+    assert "<h1>Paid</h1>" in landing.text
+    assert landing.text.count('class="ticket"') == 1  # the ticket, with its QR code

@@ -134,13 +134,31 @@ def test_the_event_page_shows_tiers_prices_and_availability(client):
     assert f'data-tier-available="{vip.id}">Sold out<' in html
     assert "NGN 5,000.00" in html
     assert "NGN 25,000.00" in html
-    assert 'id="join-button"' in html
     assert "4 tickets per customer" in html
+    assert f'href="/events/{event.id}/queue/">Join the waiting room<' in html
+
+
+def test_the_waiting_room_is_its_own_page_with_the_tiers_and_the_limit(client, settings):
+    settings.ADMISSION_INTERVAL_SECONDS = 5.0
+    event = EventFactory(name="Afrobeats Live", max_tickets_per_customer=4, admission_batch_size=50)
+    regular = TierFactory(event=event, name="Regular", price=500_000, inventory=10, sort_order=0)
+    vip = TierFactory(event=event, name="VIP", price=2_500_000, inventory=2, sort_order=1)
+    hold_tickets(regular, 3)
+    hold_tickets(vip, 2)
+
+    response = client.get(f"/events/{event.id}/queue/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="join-button"' in html
+    assert 'id="announce" class="sr-only" role="status" aria-live="polite"' in html
     assert html.count('<option value="') == 4  # quantity 1..max_tickets_per_customer
+    assert "storefront/queue/main.js" in html
     config = page_config(response)
     assert config["event_id"] == str(event.id)
-    assert config["joinable"] is True
+    assert config["sale_state"] == "on_sale"
     assert config["max_tickets_per_customer"] == 4
+    assert (config["admission_batch_size"], config["admission_interval_seconds"]) == (50, 5.0)
     tiers = [(t["name"], t["price"], t["price_display"], t["available"]) for t in config["tiers"]]
     assert tiers == [
         ("Regular", 500_000, "NGN 5,000.00", 7),
@@ -148,7 +166,6 @@ def test_the_event_page_shows_tiers_prices_and_availability(client):
     ]
     assert config["api"] == "/api/v1/"
     assert config["signin_url"] == "/signin/"
-    assert config["payment_return_url"] == "/payments/return/"
 
 
 def test_availability_comes_from_the_redis_counters_when_they_exist(client):
@@ -157,9 +174,9 @@ def test_availability_comes_from_the_redis_counters_when_they_exist(client):
     inventory_sync_event(event_id=event.id)
     hold_tickets(tier, 4)  # Postgres only: the counter is approximate until reconciled
 
-    before = page_config(client.get(f"/events/{event.id}/"))["tiers"][0]["available"]
+    before = page_config(client.get(f"/events/{event.id}/queue/"))["tiers"][0]["available"]
     inventory_sync_event(event_id=event.id)
-    after = page_config(client.get(f"/events/{event.id}/"))["tiers"][0]["available"]
+    after = page_config(client.get(f"/events/{event.id}/queue/"))["tiers"][0]["available"]
 
     assert (before, after) == (10, 6)
 
@@ -169,9 +186,10 @@ def test_large_availability_is_grouped_in_thousands(client):
     tier = TierFactory(event=event, inventory=1_200)
 
     html = client.get(f"/events/{event.id}/").content.decode()
+    room = client.get(f"/events/{event.id}/queue/").content.decode()
 
     assert f'data-tier-available="{tier.id}">1,200 left<' in html
-    assert "(1,200 left)" in html  # the tier choice shown once admitted
+    assert "(1,200 left)" in room  # the tier choice shown once admitted
 
 
 def test_an_ended_event_offers_no_queue(client):
@@ -183,8 +201,8 @@ def test_an_ended_event_offers_no_queue(client):
     assert response.status_code == 200
     html = response.content.decode()
     assert "This sale has ended." in html
-    assert '<div data-panel="ended" >' in html  # the only panel not hidden
-    assert page_config(response)["joinable"] is False
+    assert "/queue/" not in html  # no way into the waiting room
+    assert page_config(client.get(f"/events/{event.id}/queue/"))["sale_state"] == "ended"
 
 
 def test_a_paused_event_says_so_and_still_lets_customers_join(client):
@@ -195,8 +213,8 @@ def test_a_paused_event_says_so_and_still_lets_customers_join(client):
 
     html = response.content.decode()
     assert "Sales are paused. You can join or keep your place" in html
-    assert '<div data-panel="ended" hidden>' in html
-    assert page_config(response)["joinable"] is True
+    assert f'href="/events/{event.id}/queue/">Join the waiting room<' in html
+    assert page_config(client.get(f"/events/{event.id}/queue/"))["sale_state"] == "paused"
 
 
 def test_a_draft_event_page_is_404(client):
@@ -224,6 +242,25 @@ def test_a_malformed_event_id_is_404_not_500(client):
     assert response.status_code == 404
 
 
+def test_the_waiting_room_of_a_draft_or_unknown_event_is_404(client):
+    draft = EventFactory(status="DRAFT")
+    assert client.get(f"/events/{draft.id}/queue/").status_code == 404
+    assert client.get(f"/events/{uuid.uuid4()}/queue/").status_code == 404
+
+
+def test_an_upcoming_sale_counts_down_in_the_waiting_room(client):
+    opens = timezone.now() + timedelta(hours=2)
+    event = EventFactory(sale_start=opens, sale_end=opens + timedelta(days=1))
+
+    response = client.get(f"/events/{event.id}/queue/")
+
+    config = page_config(response)
+    assert config["sale_state"] == "upcoming"
+    assert config["sale_start"] == opens.isoformat()
+    assert config["prequeue_opens_at"] is None
+    assert 'id="opens-countdown" role="timer"' in response.content.decode()
+
+
 # --- WebSocket URL given to the page --------------------------------------------
 
 
@@ -232,7 +269,7 @@ def test_the_websocket_url_defaults_to_this_host_on_ws_port(client, settings):
     settings.WS_PORT = 8001
     event = EventFactory()
 
-    config = page_config(client.get(f"/events/{event.id}/", HTTP_HOST="tickets.test:8000"))
+    config = page_config(client.get(f"/events/{event.id}/queue/", HTTP_HOST="tickets.test:8000"))
 
     assert config["ws_url"] == "ws://tickets.test:8001"
 
@@ -242,7 +279,7 @@ def test_the_websocket_url_is_the_page_origin_without_ws_port(client, settings):
     settings.WS_PORT = None
     event = EventFactory()
 
-    config = page_config(client.get(f"/events/{event.id}/", HTTP_HOST="tickets.test:8080"))
+    config = page_config(client.get(f"/events/{event.id}/queue/", HTTP_HOST="tickets.test:8080"))
 
     assert config["ws_url"] == "ws://tickets.test:8080"
 
@@ -252,7 +289,7 @@ def test_the_websocket_url_setting_wins(client, settings):
     settings.WS_PORT = 8001
     event = EventFactory()
 
-    config = page_config(client.get(f"/events/{event.id}/"))
+    config = page_config(client.get(f"/events/{event.id}/queue/"))
 
     assert config["ws_url"] == "wss://live.tickets.test"
 

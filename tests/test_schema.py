@@ -40,6 +40,10 @@ DOCUMENTED_ERRORS = {
     # No 502: a gateway refusal is ours to fix (503 payments_unavailable), never the buyer's.
     ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 503},
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404},
+    ("get", "/api/v1/events/{event_id}/me/"): {401, 404},
+    ("get", "/api/v1/me/tickets/"): {401},
+    # Organizer session, not a customer token: its own 401 and 403.
+    ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
 }
 
 

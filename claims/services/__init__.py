@@ -7,10 +7,15 @@ the Postgres transaction that takes one ``Ticket`` row per ticket with
 Redis flushed, stale or inflated, Postgres still hands out at most the rows
 that exist, and the partial unique index allows one purchase per customer per
 event (invariant 6).
+
+A CONFIRMED claim has one issued ticket per seat (``issuing``), voided when
+it leaves CONFIRMED (``claim_release``), checked in at the door (``checkin``).
 """
 
+from claims.services.checkin import issued_ticket_check_in
 from claims.services.claiming import claim_create
 from claims.services.expiry import claims_expire
+from claims.services.issuing import issued_tickets_issue, issued_tickets_void
 from claims.services.outcome import claim_confirm, claim_reinstate
 from claims.services.payments import (
     claim_dispute_clear,
@@ -20,7 +25,7 @@ from claims.services.payments import (
     claim_payment_ended,
     claim_payment_started,
 )
-from claims.services.release import claim_release, claim_release_paid, tickets_returned_on_commit
+from claims.services.release import claim_release, tickets_returned_on_commit
 
 __all__ = [
     "claim_confirm",
@@ -33,7 +38,9 @@ __all__ = [
     "claim_payment_started",
     "claim_reinstate",
     "claim_release",
-    "claim_release_paid",
     "claims_expire",
+    "issued_ticket_check_in",
+    "issued_tickets_issue",
+    "issued_tickets_void",
     "tickets_returned_on_commit",
 ]

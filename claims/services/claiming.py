@@ -24,6 +24,7 @@ from events.services import event_mark_sold_out
 from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
+from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
 from inventory.services import ShortOfTickets, inventory_sync_event
@@ -48,6 +49,7 @@ CACHE_MISS, NOT_ENOUGH, LOCKED = -1, -2, -3
 SOLD_OUT_CHECK_BELOW = 64
 
 
+@counted(CLAIMS, "created")
 def claim_create(
     *,
     event_id: uuid.UUID | str,

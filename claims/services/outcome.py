@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
+from claims.services.issuing import issued_tickets_issue
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
@@ -23,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 
 def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
-    """CLAIMED -> CONFIRMED (conditional); InvalidTransition otherwise.
+    """CLAIMED -> CONFIRMED (conditional), and its tickets issued;
+    InvalidTransition otherwise.
 
     A claim past its expiry that the expiry task has not released yet still
     holds its tickets, so the payment arrived in time for them."""
@@ -38,6 +40,7 @@ def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
             f"A {claim.status} claim cannot be confirmed.",
             details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
         )
+    issued_tickets_issue(claim_id=claim.pk)
     return claim
 
 
@@ -70,6 +73,7 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
             )
             if updated:
                 _take_all(claim)
+                issued_tickets_issue(claim_id=claim.pk)
     except IntegrityError as exc:
         if not is_one_purchase_violation(exc):
             raise

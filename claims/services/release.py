@@ -10,8 +10,9 @@ import redis
 from django.db import transaction
 from django.utils import timezone
 
-from claims.domain import CLAIM_MACHINE, UNPAID_RELEASE_SOURCES, ClaimStatus, ReleaseReason
+from claims.domain import ClaimStatus, ReleaseReason, release_sources
 from claims.models import Claim
+from claims.services.issuing import issued_tickets_void
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
@@ -27,10 +28,15 @@ def claim_release(
     reason: ReleaseReason,
     customer_id: uuid.UUID | str | None = None,
 ) -> Claim:
-    """CLAIMED -> RELEASED (conditional), its ticket rows freed, then after
-    commit the Redis counter gets them back and a SOLD_OUT event is ACTIVE
-    again. With ``customer_id`` the claim must be theirs (someone else's is
-    404). Anything but CLAIMED: 409 invalid_transition, nothing changes."""
+    """-> RELEASED (conditional), its ticket rows freed and its issued
+    tickets voided, then after commit the Redis counter gets them back and a
+    SOLD_OUT event is ACTIVE again. With ``customer_id`` the claim must be
+    theirs (someone else's is 404).
+
+    Every move out of CONFIRMED goes through here, so none can leave a valid
+    ticket behind: only ``REFUNDED`` and ``STAFF`` may release a CONFIRMED
+    claim (``release_sources``); the others release a CLAIMED one. A claim in
+    any other status: 409 invalid_transition, nothing changes."""
     lookup = Claim.objects.filter(pk=claim_id)
     if customer_id is not None:
         lookup = lookup.filter(customer_id=customer_id)
@@ -38,7 +44,9 @@ def claim_release(
         claim = lookup.first()
         if claim is None:
             raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
-        updated = Claim.objects.filter(pk=claim.pk, status__in=UNPAID_RELEASE_SOURCES).update(
+        updated = Claim.objects.filter(
+            pk=claim.pk, status__in=release_sources(reason)
+        ).update(
             status=ClaimStatus.RELEASED,
             released_at=timezone.now(),
             release_reason=ReleaseReason(reason).value,
@@ -49,38 +57,10 @@ def claim_release(
                 f"A {claim.status} claim cannot be released.",
                 details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
             )
+        issued_tickets_void(claim_ids=[claim.pk], reason=ReleaseReason(reason).value)
         freed = tickets_free(claim_ids=[claim.pk])
         tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()
-    return claim
-
-
-def claim_release_paid(*, claim_id: uuid.UUID | str) -> Claim:
-    """CONFIRMED -> RELEASED (reason ``refunded``, conditional): the money of a
-    paid claim is going back to the customer, so its tickets return to sale
-    exactly as in any release (invariant 4). Runs inside the caller's
-    transaction (payments records the refund in the same one). Anything but
-    CONFIRMED: 409 invalid_transition, nothing changes."""
-    CLAIM_MACHINE.check(ClaimStatus.CONFIRMED, ClaimStatus.RELEASED)
-    with transaction.atomic():
-        claim = Claim.objects.filter(pk=claim_id).first()
-        if claim is None:
-            raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
-        updated = Claim.objects.filter(pk=claim.pk, status=ClaimStatus.CONFIRMED).update(
-            status=ClaimStatus.RELEASED,
-            released_at=timezone.now(),
-            release_reason=ReleaseReason.REFUNDED.value,
-        )
-        if not updated:
-            claim.refresh_from_db(fields=["status"])
-            raise InvalidTransition(
-                f"A {claim.status} claim is not a paid purchase to cancel.",
-                details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
-            )
-        freed = tickets_free(claim_ids=[claim.pk])
-        tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
-    claim.refresh_from_db()
-    logger.info("paid claim %s released (refunded): %s ticket(s) back on sale", claim.pk, freed)
     return claim
 
 

@@ -4,13 +4,19 @@ arrives or any of them (or an embedded service) dies. Also the wait of `services
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import secrets
+import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from fairqueue.devstack.processes import (
@@ -27,6 +33,7 @@ from fairqueue.devstack.processes import (
 from fairqueue.devstack.services import Stack, log_tail
 
 MANAGE_PY = REPO_ROOT / "manage.py"
+READY_TIMEOUT = 120.0  # seconds the banner waits for every process to listen
 ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - `make run` serves the LAN on PORT/WS_PORT, as documented
 
 
@@ -35,6 +42,10 @@ class AppProcess:
     name: str
     argv: list[str]
     needs_module: str | None = None  # skipped, with a warning, while this module is missing
+    # Ready when this TCP port on 127.0.0.1 accepts a connection, or when a
+    # line of the process' output contains `ready_line` (workers listen on nothing).
+    port: int | None = None
+    ready_line: str | None = None
 
 
 def app_processes(env: dict[str, str]) -> list[AppProcess]:
@@ -47,31 +58,38 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
             [py, "-m", "gunicorn", "config.wsgi:application", "--worker-class=sync",
              f"--bind={ALL_INTERFACES}:{env['PORT']}",
              f"--workers={env.get('WEB_CONCURRENCY', '2')}"],
+            port=int(env["PORT"]),
         ),
         AppProcess(
             "ws",
             [py, "-m", "daphne", f"--bind={ALL_INTERFACES}", f"--port={env['WS_PORT']}",
              "config.asgi:application"],
+            port=int(env["WS_PORT"]),
         ),
-        AppProcess("worker", [*celery, "worker", "--loglevel=INFO"]),
+        AppProcess("worker", [*celery, "worker", "--loglevel=INFO"], ready_line=" ready."),
         AppProcess(
             "beat",
             [*celery, "beat", "--loglevel=INFO",
              "--scheduler=django_celery_beat.schedulers:DatabaseScheduler"],
+            ready_line="beat: Starting",
         ),
         AppProcess(
             "sandbox",
-            [py, "-m", "payments.sandbox", f"--port={env['SANDBOX_PORT']}"],
+            # On every interface, like web and ws: a phone on the LAN pays there
+            # (its checkout pages follow the host the customer used).
+            [py, "-m", "payments.sandbox", f"--host={env.get('SANDBOX_HOST', ALL_INTERFACES)}",
+             f"--port={env['SANDBOX_PORT']}"],
             needs_module="payments.sandbox",
+            port=int(env["SANDBOX_PORT"]),
         ),
     ]  # fmt: skip
 
 
 def point_at_each_other(env: dict[str, str], *, with_sandbox: bool) -> None:
     """Point the pieces at each other when PORT / SANDBOX_PORT are not the
-    defaults; give the sandbox's control API (it can mark any payment paid) a
-    fresh token per run unless one is given, and say it."""
-    env.setdefault("PUBLIC_BASE_URL", f"http://localhost:{env['PORT']}")
+    defaults (PUBLIC_BASE_URL stays unset: payment callbacks follow the host
+    the customer used), and give the sandbox's control API (it can mark any
+    payment paid) a fresh token per run unless one is given; the banner shows it."""
     if not with_sandbox:
         return
     env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
@@ -79,10 +97,6 @@ def point_at_each_other(env: dict[str, str], *, with_sandbox: bool) -> None:
         "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
     )
     env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
-    log(
-        f"sandbox control API: http://127.0.0.1:{env['SANDBOX_PORT']}/_sandbox/ "
-        f"with header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
-    )
 
 
 def module_runnable(module: str) -> bool:
@@ -91,13 +105,129 @@ def module_runnable(module: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__main__.py").is_file()
 
 
-def pump_output(name: str, width: int, stream: IO[bytes], lock: threading.Lock) -> None:
-    """Copy a child's output to ours line by line, each line prefixed with `name |`."""
+def metrics_dir(env: dict[str, str]) -> Path:
+    """One prometheus-client multiprocess directory for every process of the
+    run, emptied first (values of a previous run's processes must not be
+    summed in), so /metrics on the web port counts web, ws, worker and beat."""
+    path = Path(env.get("PROMETHEUS_MULTIPROC_DIR") or REPO_ROOT / ".fairqueue" / "metrics")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+    return path
+
+
+def pump_output(
+    name: str,
+    width: int,
+    stream: IO[bytes],
+    lock: threading.Lock,
+    ready: tuple[str, threading.Event] | None = None,
+) -> None:
+    """Copy a child's output to ours line by line, each line prefixed with `name |`;
+    set `ready`'s event when a line contains its text."""
     prefix = f"{name:<{width}} | "
     for raw in iter(stream.readline, b""):
         line = raw.decode(errors="replace").rstrip("\n")
+        if ready is not None and ready[0] in line:
+            ready[1].set()
         with lock:  # keeps reading even if our stdout is gone, so the child never blocks
             write_line(sys.stdout, prefix + line)
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
+
+
+def lan_addresses() -> list[str]:
+    """This machine's non-loopback IPv4 addresses: its interfaces' (Linux), else
+    what its host name resolves to. Nothing is sent anywhere."""
+    found: set[str] = set()
+    if sys.platform.startswith("linux"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _, name in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(
+                        sock.fileno(), SIOCGIFADDR, struct.pack("256s", name[:15].encode())
+                    )
+                except OSError:  # no IPv4 address on this interface
+                    continue
+                found.add(socket.inet_ntoa(packed[20:24]))
+    if not found:
+        with contextlib.suppress(OSError):
+            found.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    return sorted(a for a in found if not a.startswith("127."))
+
+
+def banner(env: dict[str, str], stack: Stack, demo_event: str) -> str:
+    """What `make run` prints once every process listens."""
+    port, ws_port, sandbox_port = env["PORT"], env["WS_PORT"], env["SANDBOX_PORT"]
+    site = f"http://localhost:{port}"
+    defaults = {"DEMO_ADMIN_PASSWORD": "admin", "DEMO_ORGANIZER_PASSWORD": "organizer"}
+    # Passwords given through the environment are not echoed.
+    shown = {name: f"${name}" if name in env else value for name, value in defaults.items()}
+    embedded = {server.env_var for server in stack.servers}
+    lines = [
+        "",
+        "FairQueue is running (every process listens). Ctrl-C stops everything.",
+        f"  site             {site}/",
+    ]
+    lines += [f"  on your LAN      http://{address}:{port}/" for address in lan_addresses()]
+    if demo_event:
+        lines.append(f"  demo sale        {site}/events/{demo_event}/queue/")
+    lines += [
+        f"  admin            {site}/admin/",
+        f"                   superuser: admin / {shown['DEMO_ADMIN_PASSWORD']}",
+        f"                   organizer: organizer / {shown['DEMO_ORGANIZER_PASSWORD']}",
+        f"  API docs         {site}/api/docs/  (ReDoc: {site}/api/redoc/)",
+        f"  health           {site}/healthz",
+        f"  WebSocket        ws://localhost:{ws_port}/ws/events/<event_id>/queue/",
+        f"  sandbox gateway  http://localhost:{sandbox_port}/  (checkout pages; no real money)",
+    ]
+    if env.get("SANDBOX_CONTROL_TOKEN"):
+        lines.append(
+            f"  sandbox control  http://localhost:{sandbox_port}/_sandbox/  "
+            f"header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
+        )
+    for var, label in (("DATABASE_URL", "PostgreSQL"), ("REDIS_URL", "Redis")):
+        origin = "embedded" if var in embedded else f"from {var}"
+        lines.append(f"  {label:<16} {env[var]}  ({origin})")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def wait_until_ready(
+    entries: list[AppProcess],
+    procs: dict[str, subprocess.Popen[bytes]],
+    ready_lines: dict[str, threading.Event],
+    stack: Stack,
+    watch: SignalWatch,
+    timeout: float = READY_TIMEOUT,
+) -> list[str]:
+    """Wait until each process listens (its port) or says it is ready (its line).
+    Returns the names still not ready at the timeout; raises StartupError if one dies."""
+    deadline = time.monotonic() + timeout
+    pending = [e for e in entries if e.port is not None or e.ready_line is not None]
+    while pending and time.monotonic() < deadline:
+        watch.check()
+        for entry in pending:
+            if procs[entry.name].poll() is not None:
+                raise StartupError(f"{entry.name} exited with code {procs[entry.name].returncode}")
+        if stack.dead() is not None:
+            raise StartupError(f"{stack.dead().name} died")
+        pending = [
+            e
+            for e in pending
+            if not (port_open(e.port) if e.port is not None else ready_lines[e.name].is_set())
+        ]
+        time.sleep(0.2)
+    return [e.name for e in pending]
 
 
 def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
@@ -112,11 +242,19 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
             entries.append(entry)
     point_at_each_other(env, with_sandbox=any(e.name == "sandbox" for e in entries))
 
-    for step in (["migrate", "--noinput"], ["bootstrap_demo"]):
-        code = run_foreground([sys.executable, str(MANAGE_PY), *step], env, watch)
-        watch.check()
-        if code != 0:
-            raise StartupError(f"manage.py {step[0]} failed with exit code {code}")
+    metrics_dir(env)
+    code = run_foreground([sys.executable, str(MANAGE_PY), "migrate", "--noinput"], env, watch)
+    watch.check()
+    if code != 0:
+        raise StartupError(f"manage.py migrate failed with exit code {code}")
+    demo = subprocess.run(  # noqa: S603 - argv built here
+        [sys.executable, str(MANAGE_PY), "bootstrap_demo", "--quiet"],
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    watch.check()
+    if demo.returncode != 0:
+        raise StartupError(f"manage.py bootstrap_demo failed:\n{demo.stderr.strip()}")
+    demo_event = demo.stdout.strip().splitlines()[-1] if demo.stdout.strip() else ""
 
     width = max(len(e.name) for e in entries)
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -125,16 +263,21 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
     try:
         for entry in entries:  # all forks happen before any reader thread exists
             procs[entry.name] = spawn(entry.argv, env=env, stdout=subprocess.PIPE)
-        for name, proc in procs.items():
+        ready_lines = {entry.name: threading.Event() for entry in entries}
+        for entry in entries:
+            proc = procs[entry.name]
+            ready = (entry.ready_line, ready_lines[entry.name]) if entry.ready_line else None
             reader = threading.Thread(
-                target=pump_output, args=(name, width, proc.stdout, lock), daemon=True
+                target=pump_output, args=(entry.name, width, proc.stdout, lock, ready), daemon=True
             )
             reader.start()
             readers.append(reader)
-        log(
-            f"started {', '.join(procs)}: http://localhost:{env['PORT']}/ "
-            f"(WebSockets on port {env['WS_PORT']}); Ctrl-C stops everything"
-        )
+        log(f"started {', '.join(procs)}; waiting until every one listens")
+        late = wait_until_ready(entries, procs, ready_lines, stack, watch)
+        if late:
+            log(f"warning: still not ready after {READY_TIMEOUT:.0f} s: {', '.join(late)}")
+        with lock:
+            write_line(sys.stdout, banner(env, stack, demo_event))
         return supervise(procs, stack, watch)
     finally:
         stop_groups(list(procs.values()))

@@ -37,6 +37,7 @@ import secrets
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from fairqueue.money import GATEWAY_CURRENCIES
 from payments.sandbox import checkout, refunds, shapes, webhooks
@@ -67,10 +68,25 @@ class SandboxGateway:
         self.public_url = public_url.rstrip("/")
         self.control_token = control_token
         self.default_retry_scale = webhook_retry_scale
+        self.follow_host = False
         self.lock = threading.Lock()
         self.generation = 0  # bumped by reset(): pending retries and refunds are forgotten
         self.stopped = False
         self.reset()
+
+    def checkout_base(self, body: dict[str, Any]) -> str:
+        """Where the checkout pages are: ``public_url``, or with ``follow_host``
+        (a sandbox listening on every interface, as under `make run`) the host
+        of the callback URL on our own port: the host the customer used, so a
+        phone on the LAN reaches the checkout too."""
+        if not self.follow_host:
+            return self.public_url
+        host = urlsplit(str(body.get("callback_url") or "")).hostname
+        if not host:
+            return self.public_url
+        own = urlsplit(self.public_url)
+        host = f"[{host}]" if ":" in host else host
+        return f"{own.scheme}://{host}:{own.port}"
 
     # --- state ----------------------------------------------------------------
     def reset(self) -> None:
@@ -246,7 +262,7 @@ class SandboxGateway:
                 "status": True,
                 "message": "Authorization URL created",
                 "data": {
-                    "authorization_url": f"{self.public_url}/checkout/{access_code}",
+                    "authorization_url": f"{self.checkout_base(body)}/checkout/{access_code}",
                     "access_code": access_code,
                     "reference": reference,
                 },

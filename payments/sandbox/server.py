@@ -56,9 +56,11 @@ class SandboxServer:
             host, port, self.app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
         )
         self.host, self.port = host, self.httpd.server_port
-        self.app.public_url = (
-            public_url or os.environ.get("SANDBOX_PUBLIC_URL") or f"http://{host}:{self.port}"
-        ).rstrip("/")
+        fixed = public_url or os.environ.get("SANDBOX_PUBLIC_URL")
+        self.app.public_url = (fixed or f"http://{host}:{self.port}").rstrip("/")
+        # Listening on every interface with no public URL: show the checkout
+        # on the host the customer used (SandboxGateway.checkout_base).
+        self.app.follow_host = not fixed and host in ("0.0.0.0", "::")  # noqa: S104
         self._thread: threading.Thread | None = None
 
     @property

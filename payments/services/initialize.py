@@ -34,6 +34,7 @@ from claims.domain import ClaimStatus
 from claims.services import claim_extend, claim_lock, claim_payment_started
 from fairqueue.errors import ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
+from fairqueue.public_url import public_base_url
 from payments.domain import (
     LIVE_STATUSES,
     EventKind,
@@ -80,8 +81,22 @@ def new_reference() -> str:
     return "fq-" + secrets.token_hex(12)
 
 
-def callback_url() -> str:
-    return f"{settings.PUBLIC_BASE_URL.rstrip('/')}/payments/return/"
+def callback_url(base_url: str | None = None) -> str:
+    """Where the gateway sends the customer back: ``base_url`` (the host the
+    customer used, see fairqueue/public_url.py), else PUBLIC_BASE_URL."""
+    return f"{(base_url or public_base_url()).rstrip('/')}/payments/return/"
+
+
+def _logged_callback(payment: Payment) -> str | None:
+    """The callback URL sent with the payment's first initialize request: a
+    retry (reconciliation) sends the customer back to the same host."""
+    data = (
+        payment.events.filter(kind=EventKind.INITIALIZE_REQUESTED)
+        .order_by("created_at", "id")
+        .values_list("data", flat=True)
+        .first()
+    )
+    return data.get("callback_url") if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,9 @@ class PaymentStart:
     created: bool  # False: the claim's live payment, returned as it is
 
 
-def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> PaymentStart:
+def payment_open(
+    *, claim_id: uuid.UUID, customer_id: uuid.UUID | None, base_url: str | None = None
+) -> PaymentStart:
     """Step 1: the claim's live payment, or a new one in INITIALIZING (the
     caller then owns its gateway call: its lease runs from now).
 
@@ -131,18 +148,18 @@ def payment_open(*, claim_id: uuid.UUID, customer_id: uuid.UUID | None) -> Payme
             payment=payment,
             kind=EventKind.INITIALIZE_REQUESTED,
             actor="customer",
-            data=_initialize_request(payment),
+            data=_initialize_request(payment, callback=callback_url(base_url)),
         )
     return PaymentStart(payment, created=True)
 
 
-def _initialize_request(payment: Payment) -> dict:
+def _initialize_request(payment: Payment, *, callback: str | None = None) -> dict:
     return {
         "email": payment.email,
         "amount": payment.amount,
         "currency": payment.currency,
         "reference": payment.reference,
-        "callback_url": callback_url(),
+        "callback_url": callback or _logged_callback(payment) or callback_url(),
         "metadata": {
             "claim_id": str(payment.claim_id),
             "event_id": str(payment.claim.event_id),
@@ -299,10 +316,13 @@ def _initialize_resolve_duplicate(*, payment: Payment, actor: str) -> InitOutcom
     return InitOutcome.ORPHANED
 
 
-def payment_initialize(*, claim_id: uuid.UUID, customer_id: uuid.UUID) -> PaymentStart:
+def payment_initialize(
+    *, claim_id: uuid.UUID, customer_id: uuid.UUID, base_url: str | None = None
+) -> PaymentStart:
     """POST /claims/{id}/payments/: the claim's live payment, with the
-    gateway's authorization_url once the gateway has accepted it."""
-    start = payment_open(claim_id=claim_id, customer_id=customer_id)
+    gateway's authorization_url once the gateway has accepted it.
+    ``base_url``: the site as the customer reached it (the callback's host)."""
+    start = payment_open(claim_id=claim_id, customer_id=customer_id, base_url=base_url)
     payment = start.payment
     if payment.status != P.INITIALIZING:
         return start

@@ -26,9 +26,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from claims.domain import ClaimStatus
+from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
-from claims.services import claim_release_paid
+from claims.services import claim_release
 from fairqueue.errors import InvalidInput, InvalidTransition
 from fairqueue.money import money_format
 from payments.domain import (
@@ -161,7 +161,7 @@ def refund_open_locked(
         # ticket issued for it is voided with the claim), not when the money lands.
         claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
         if claim.status == ClaimStatus.CONFIRMED:
-            claim_release_paid(claim_id=claim.pk)
+            claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
     if payment.dispute in DISPUTE_NEEDS_STAFF:
         dispute_mark(payment=payment, state=DisputeState.CLOSED, actor=actor, data={"by": "refund"})
     return refund

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES, EventKind
 from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, Refund, WebhookReceipt
@@ -43,6 +44,7 @@ class WebhookOutcome(StrEnum):
     IGNORED = "ignored"  # an event type we do not act on
 
 
+@counted(WEBHOOKS, str)
 def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOutcome:
     """``body`` is the raw request body: the signature covers those exact
     bytes, so it is checked before anything is parsed. A bad signature

@@ -51,6 +51,7 @@ from events.models import Event
 from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
 from fairqueue.locks import redis_lock
+from fairqueue.metrics import ADMISSION_TICK_DURATION, timed
 from inventory.selectors import event_free_tickets
 from queueing.domain import QueueStatus, admission_capacity
 from queueing.models import QueueEntry
@@ -276,6 +277,7 @@ def _served_total(event_id: uuid.UUID | str) -> int:
     return QueueEntry.objects.filter(event_id=event_id, admitted_at__isnull=False).count()
 
 
+@timed(ADMISSION_TICK_DURATION, label_from="event_id")
 def admission_tick_event(*, event_id: uuid.UUID | str, use_lock: bool = True) -> TickReport:
     """One tick for one event, single-flight (the event's Redis lock; a held
     lock is waited for up to half a tick, then the tick is skipped). Safe to

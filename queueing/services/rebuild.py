@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from django.db import connection
 
 from events.models import Event
+from fairqueue.metrics import heal
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import REBUILD_BATCH, queue_store
@@ -89,5 +90,10 @@ def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
         waiting=waiting_pg, admitted=admitted_pg, seconds=round(time.perf_counter() - started, 3)
     )
     if report["waiting_added"] or report["admitted_added"]:
-        logger.warning("queue rebuilt event=%s %s", event_id, report)
+        # Both sets gone is a Redis wipe (routine); a set short of members is not.
+        wiped = waiting_redis == 0 and admitted_redis == 0
+        missing = max(0, waiting_pg - waiting_redis) + max(0, admitted_pg - admitted_redis)
+        heal("queue_rebuilt" if wiped else "queue_divergence", missing)
+        level = logging.INFO if wiped else logging.WARNING
+        logger.log(level, "queue rebuilt event=%s %s", event_id, report)
     return report

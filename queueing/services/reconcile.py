@@ -12,6 +12,7 @@ from django.conf import settings
 from events.domain import EventStatus
 from events.models import Event
 from fairqueue.locks import redis_lock
+from fairqueue.metrics import heal
 from queueing.domain import LIVE_STATUSES, QueueStatus
 from queueing.models import QueueEntry
 from queueing.services.close import queue_close
@@ -68,18 +69,30 @@ def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None
             (store.waiting_key(event_id), QueueStatus.WAITING, waiting_rows, "waiting_added"),
             (store.admitted_key(event_id), QueueStatus.ADMITTED, admitted_rows, "admitted_added"),
         )
+        restored, diverged = 0, 0  # members put back into a missing set / fixed in one
         for key, status, rows, label in checks:
             in_pg = count(event_id, status)
-            if not full and store.r.zcard(key) == in_pg:
+            in_redis = store.r.zcard(key)
+            if not full and in_redis == in_pg:
                 continue
             if in_pg:
                 report[label] = store.add_many(key=key, members=rows(event_id))
             held.renew()
-            if store.r.zcard(key) > in_pg:
-                report["dropped"] += _drop_stale(event_id, key, status)
+            after = store.r.zcard(key)
+            dropped = _drop_stale(event_id, key, status) if after > in_pg else 0
+            report["dropped"] += dropped
             held.renew()
-        if report["waiting_added"] or report["admitted_added"] or report["dropped"]:
-            logger.warning("queue reconciled event=%s %s", event_id, report)
+            # A full pass re-sends every member: what it added is what was missing.
+            if in_redis == 0:
+                restored += after
+            else:
+                diverged += max(0, after - in_redis) + dropped
+        heal("queue_rebuilt", restored)
+        heal("queue_divergence", diverged)
+        if diverged:
+            logger.warning("queue divergence healed event=%s %s", event_id, report)
+        elif restored:
+            logger.info("queue rebuilt event=%s %s", event_id, report)
         return report
 
 

@@ -20,6 +20,7 @@ from fairqueue.redis import get_redis
 from inventory import store as inventory_store_module
 from inventory.models import Ticket
 from inventory.store import inventory_store
+from tests.support.metrics import heals
 from tests.support.sales import (
     admit_directly,
     claim_one,
@@ -141,18 +142,28 @@ def test_crash_between_release_commit_and_redis_heals_within_one_reconcile(fault
 
 
 def test_flushed_and_inflated_counters_are_healed_and_logged(caplog):
+    """A missing counter (Redis wiped) is routine: INFO. A counter that
+    disagreed is real divergence: WARNING. Both are counted by kind."""
     small, big = on_sale(tickets=3), on_sale(tickets=50)
     get_redis().delete(inventory_store().counter_key(small.event_id, small.id))
     get_redis().set(inventory_store().counter_key(big.event_id, big.id), 10_000)
+    before = {k: heals(k) for k in ("inventory_rebuilt", "inventory_divergence")}
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="inventory.services"):
+    with caplog.at_level(logging.INFO, logger="inventory.services"):
         report = inventory_reconcile()
     assert counter(small) == 3
     assert counter(big) == 50
     assert sorted(h[2:] for h in report.healed) == [(3, -1, 3), (50, 10_000, 50)]
-    healed_lines = [r.getMessage() for r in caplog.records if "healed" in r.getMessage()]
-    assert len(healed_lines) == 2
-    assert any("postgres_free=50 redis_before=10000 redis_after=50" in m for m in healed_lines)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if "inventory" in r.getMessage()]
+    assert len(lines) == 2
+    assert ("INFO", f"inventory inventory_rebuilt event={small.event_id} tier={small.id} "
+            "postgres_free=3 redis_before=-1 redis_after=3") in lines  # fmt: skip
+    assert any(
+        level == "WARNING" and "postgres_free=50 redis_before=10000 redis_after=50" in m
+        for level, m in lines
+    )
+    assert heals("inventory_rebuilt") == before["inventory_rebuilt"] + 1
+    assert heals("inventory_divergence") == before["inventory_divergence"] + 1
 
 
 def test_reconcile_leaves_agreeing_counters_alone():

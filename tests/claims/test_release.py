@@ -6,7 +6,7 @@ import pytest
 
 from claims.domain import ReleaseReason
 from claims.models import Claim
-from claims.services import claim_create, claim_release, claim_release_paid
+from claims.services import claim_create, claim_release
 from events.models import Event
 from fairqueue.errors import InvalidTransition, NotFound
 from inventory.models import Ticket
@@ -127,23 +127,10 @@ def test_a_refunded_paid_claim_returns_its_tickets_and_reopens_a_sold_out_event(
     assert counter(tier) == 0
 
     with django_capture_on_commit_callbacks(execute=True):
-        released = claim_release_paid(claim_id=held.pk)
+        released = claim_release(claim_id=held.pk, reason=ReleaseReason.REFUNDED)
 
     assert (released.status, released.release_reason) == ("RELEASED", "refunded")
     assert released.released_at is not None
     assert Ticket.objects.filter(tier=tier, claim__isnull=True).count() == 2
     assert counter(tier) == 2
     assert Event.objects.get(pk=tier.event_id).status == "ACTIVE"
-
-
-@pytest.mark.parametrize("status", ["CLAIMED", "RELEASED"])
-def test_only_a_paid_claim_is_released_as_refunded(status, django_capture_on_commit_callbacks):
-    tier = on_sale(tickets=2)
-    (buyer,) = admit_directly(tier.event, make_customers(1))
-    held = claim_one(tier, buyer)
-    Claim.objects.filter(pk=held.pk).update(status=status)
-    with pytest.raises(InvalidTransition), django_capture_on_commit_callbacks(execute=True):
-        claim_release_paid(claim_id=held.pk)
-    assert Claim.objects.get(pk=held.pk).status == status
-    assert Claim.objects.get(pk=held.pk).release_reason == ""
-    assert Ticket.objects.filter(claim=held).count() == 1

@@ -13,7 +13,8 @@ import time
 import pytest
 import requests
 
-from fairqueue.devstack.system import point_at_each_other
+from fairqueue.devstack.services import Stack
+from fairqueue.devstack.system import banner, point_at_each_other
 from payments.sandbox import SandboxServer
 from payments.sandbox.webhooks import RETRY_SCHEDULE
 from tests.support.payments import RETRY_SCALE
@@ -284,21 +285,25 @@ def test_retries_can_be_switched_off_and_stop_on_reset(sandbox, hook):
     assert len(hook.requests) == 2  # the retry of ref-2 was forgotten with the reset
 
 
-def test_make_run_gives_the_sandbox_a_fresh_control_token_and_says_it(capsys):
-    env = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+def test_make_run_gives_the_sandbox_a_fresh_control_token_and_shows_it():
+    ports = {"PORT": "8000", "WS_PORT": "8001", "SANDBOX_PORT": "8002"}
+    services = {"DATABASE_URL": "postgres://x@127.0.0.1:1/db", "REDIS_URL": "redis://x:2/0"}
+    env = dict(ports)
     point_at_each_other(env, with_sandbox=True)
     token = env["SANDBOX_CONTROL_TOKEN"]
     assert len(token) >= 32
-    assert f"X-Sandbox-Token: {token}" in capsys.readouterr().err
-    other = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+    text = banner({**env, **services}, Stack(), "")
+    assert f"/_sandbox/  header X-Sandbox-Token: {token}" in text
+    other = dict(ports)
     point_at_each_other(other, with_sandbox=True)
     assert other["SANDBOX_CONTROL_TOKEN"] != token  # one per run
-    given = {"PORT": "8000", "SANDBOX_PORT": "8002", "SANDBOX_CONTROL_TOKEN": "mine"}
+    given = {**ports, "SANDBOX_CONTROL_TOKEN": "mine"}
     point_at_each_other(given, with_sandbox=True)
     assert given["SANDBOX_CONTROL_TOKEN"] == "mine"
-    without = {"PORT": "8000", "SANDBOX_PORT": "8002"}
+    without = dict(ports)
     point_at_each_other(without, with_sandbox=False)
     assert "SANDBOX_CONTROL_TOKEN" not in without
+    assert "sandbox control" not in banner({**without, **services}, Stack(), "")
 
 
 @pytest.mark.slow

@@ -49,6 +49,17 @@ def run_on_commit(django_capture_on_commit_callbacks):
     return run
 
 
+@pytest.fixture
+def eager_tasks():
+    """Celery tasks run where they are enqueued (tests have no worker)."""
+    from config.celery import app
+
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
 @pytest.fixture(scope="session")
 def sandbox_server() -> Iterator[SandboxServer]:
     from django.conf import settings

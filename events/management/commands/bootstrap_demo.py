@@ -13,6 +13,9 @@ ORGANIZER_GROUP = "Organizers"
 ORGANIZER_PERMISSIONS = [
     ("events", "event", ("add", "change", "view")),
     ("events", "tickettier", ("add", "change", "view", "delete")),
+    # The console's orders and buyers lists ("change" = release unpaid orders).
+    ("console", "order", ("view", "change")),
+    ("console", "buyer", ("view",)),
 ]
 
 
@@ -30,6 +33,14 @@ def ensure_organizer_group() -> Group:
 
 class Command(BaseCommand):
     help = "Create (once) the demo admin, organizer login and event; print how to reach them."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--quiet",
+            action="store_true",
+            help="Print only the demo event's id (`make run` prints its own banner once "
+            "every process listens).",
+        )
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -66,6 +77,9 @@ class Command(BaseCommand):
             )
             transaction.on_commit(lambda: event_activate(event_id=event.pk))
 
+        if options["quiet"]:
+            self.stdout.write(str(event.pk))
+            return
         port = os.environ.get("PORT", "8000")
         ws_port = os.environ.get("WS_PORT", "8001")
         # Passwords given through the environment are not echoed.

@@ -1,7 +1,9 @@
 /* Sign-in page: email -> POST auth/otp/request/, code -> POST auth/otp/verify/. */
-(function () {
-  "use strict";
-  var cfg = FQ.config();
+import { api, pageConfig, session } from "./lib/api.js";
+import { clock } from "./lib/format.js";
+
+{
+  var cfg = pageConfig();
   var el = function (id) { return document.getElementById(id); };
   var emailForm = el("email-form"), codeForm = el("code-form");
   var errorBox = el("signin-error"), noticeBox = el("signin-notice");
@@ -10,7 +12,7 @@
   el("email-button").disabled = false;
   el("code-button").disabled = false;
 
-  if (FQ.session.get()) {
+  if (session.get()) {
     noticeBox.textContent = "You are already signed in. Sign in again below to switch to another email.";
   }
 
@@ -28,7 +30,7 @@
     }
     var wait = retryAfter || details.retry_after;
     if (error.status === 429 || error.code === "rate_limited" || error.code === "otp_resend_too_soon") {
-      if (wait) message += " Try again in " + FQ.clock(wait) + ".";
+      if (wait) message += " Try again in " + clock(wait) + ".";
     }
     errorBox.textContent = message;
   }
@@ -48,7 +50,7 @@
     var button = el("resend-button");
     if (left > 0) {
       button.disabled = true;
-      button.textContent = "Send a new code (" + FQ.clock(left) + ")";
+      button.textContent = "Send a new code (" + clock(left) + ")";
     } else {
       button.disabled = false;
       button.textContent = "Send a new code";
@@ -67,7 +69,7 @@
   function requestCode(email, button, idleText) {
     clearMessages();
     busy(button, true, "Sending…");
-    return FQ.api("POST", cfg.api + "auth/otp/request/", { body: { email: email }, anonymous: true })
+    return api("POST", cfg.api + "auth/otp/request/", { body: { email: email }, anonymous: true })
       .then(function (r) {
         busy(button, false, idleText);
         if (!r.ok) {
@@ -126,7 +128,7 @@
     clearMessages();
     var button = el("code-button");
     busy(button, true, "Signing in…");
-    FQ.api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code }, anonymous: true })
+    api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code }, anonymous: true })
       .then(function (r) {
         if (!r.ok) {
           busy(button, false, "Sign in");
@@ -135,8 +137,8 @@
           el("code").select();
           return;
         }
-        FQ.session.clear();
-        FQ.session.set({
+        session.clear();
+        session.set({
           token: r.data.token, customer_id: r.data.customer_id,
           expires_at: r.data.expires_at, email: email,
         });
@@ -144,4 +146,4 @@
         window.location.assign(cfg.next || "/");
       });
   });
-})();
+}

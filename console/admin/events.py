@@ -1,28 +1,29 @@
-"""Organizer admin: events with their tiers inline, sale actions, live numbers.
-
-An organizer user (a member of an ``Organizer``) sees and changes only that
-organizer's events; superusers see all. Every write goes through
-``events.services``; a refused change is shown as an admin message.
-"""
+"""Events: the list with ticket totals, the page with its tiers inline and
+live numbers, saves through the events services, and the sale actions."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
-from django.core.validators import MinValueValidator
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from claims.domain import ClaimStatus
 from claims.selectors import tier_ticket_counts
-from events.domain import EventStatus, sale_window_errors
+from console.admin.dashboard import dashboard_data_view, dashboard_view
+from console.admin.forms import EventAdminForm
+from console.admin.scope import manages, organizer_ids
+from console.admin.tiers import TicketTierInline
+from console.exports import holders_csv, orders_csv
+from console.models import Order
+from events.domain import EventStatus
 from events.models import Event, Organizer, TicketTier
 from events.services import (
     EVENT_EDITABLE_FIELDS,
@@ -36,144 +37,7 @@ from events.services import (
     tier_update,
 )
 from fairqueue.errors import AppError
-from inventory.selectors import tier_held_tickets
 from queueing.selectors import queue_length
-
-logger = logging.getLogger(__name__)
-
-
-def _organizer_ids(request: HttpRequest) -> frozenset[int]:
-    """The organizers the user belongs to (read once per request)."""
-    cached = getattr(request, "_fq_organizer_ids", None)
-    if cached is None:
-        cached = frozenset(request.user.organizers.values_list("id", flat=True))
-        request._fq_organizer_ids = cached
-    return cached
-
-
-def _manages(request: HttpRequest, event: Event | None) -> bool:
-    if event is None or request.user.is_superuser:
-        return True
-    return event.organizer_id in _organizer_ids(request)
-
-
-def _queue_length(event_id: object) -> int | None:
-    """Waiting customers, or None while Redis is down."""
-    try:
-        return queue_length(event_id=event_id)
-    except redis.RedisError:
-        logger.warning("queue length unavailable for event %s", event_id)
-        return None
-
-
-# --- forms -------------------------------------------------------------------
-
-
-class EventAdminForm(forms.ModelForm):
-    class Meta:
-        model = Event
-        fields = sorted(EVENT_EDITABLE_FIELDS)
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        errors = sale_window_errors(
-            sale_start=data.get("sale_start"),
-            sale_end=data.get("sale_end"),
-            prequeue_opens_at=data.get("prequeue_opens_at"),
-        )
-        for field, message in errors.items():
-            self.add_error(field, message)
-        return data
-
-
-class TierInlineForm(forms.ModelForm):
-    class Meta:
-        model = TicketTier
-        fields = ["name", "price", "inventory", "sort_order"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name in ("price", "inventory"):
-            field = self.fields[name]
-            field.min_value = 1
-            field.validators.append(MinValueValidator(1))
-            field.widget.attrs["min"] = 1
-
-    def clean_inventory(self) -> int:
-        inventory = self.cleaned_data["inventory"]
-        if self.instance.pk:
-            held = tier_held_tickets(tier_id=self.instance.pk)
-            if inventory < held:
-                raise forms.ValidationError(
-                    f"{held} tickets of this tier are already claimed or sold; "
-                    "the inventory cannot go below that."
-                )
-        return inventory
-
-
-# --- tiers inline ------------------------------------------------------------
-
-
-class TicketTierInline(admin.TabularInline):
-    model = TicketTier
-    form = TierInlineForm
-    fields = ("name", "price", "inventory", "sort_order", "sold", "claimed", "free")
-    readonly_fields = ("sold", "claimed", "free")
-    extra = 0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Inline instances live for one request: a safe place for a cache.
-        self._counts: dict[object, dict] = {}
-
-    def get_extra(self, request: HttpRequest, obj: Event | None = None, **kwargs: Any) -> int:
-        return 1 if obj is None else 0
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[TicketTier]:
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(event__organizer__in=_organizer_ids(request))
-
-    def _editable(self, request: HttpRequest, obj: Event | None) -> bool:
-        return _manages(request, obj) and (obj is None or obj.status != EventStatus.ENDED)
-
-    def has_view_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        return super().has_view_permission(request, obj) and _manages(request, obj)
-
-    def has_add_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        return super().has_add_permission(request, obj) and self._editable(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        return super().has_change_permission(request, obj) and self._editable(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        # Only a draft's tiers may go: nobody can hold their tickets yet.
-        draft = obj is None or obj.status == EventStatus.DRAFT
-        return super().has_delete_permission(request, obj) and _manages(request, obj) and draft
-
-    def _count(self, tier: TicketTier, name: str) -> int | str:
-        if tier._state.adding:  # an empty row (the UUID pk exists before saving)
-            return "-"
-        if tier.event_id not in self._counts:
-            self._counts[tier.event_id] = tier_ticket_counts(event_id=tier.event_id)
-        counts = self._counts[tier.event_id].get(tier.pk)
-        return getattr(counts, name) if counts else 0
-
-    @admin.display(description="sold")
-    def sold(self, tier: TicketTier) -> int | str:
-        return self._count(tier, "sold")
-
-    @admin.display(description="claimed (unpaid)")
-    def claimed(self, tier: TicketTier) -> int | str:
-        return self._count(tier, "claimed")
-
-    @admin.display(description="free")
-    def free(self, tier: TicketTier) -> int | str:
-        return self._count(tier, "free")
-
-
-# --- events ------------------------------------------------------------------
 
 
 class EventChangeList(ChangeList):
@@ -207,7 +71,8 @@ class EventAdmin(admin.ModelAdmin):
         "sale_end",
         "tickets_sold",
         "tickets_free",
-        "queue_length",
+        "in_queue",
+        "live",
     )
     search_fields = ("name", "slug", "venue")
     date_hierarchy = "sale_start"
@@ -237,27 +102,27 @@ class EventAdmin(admin.ModelAdmin):
         qs = super().get_queryset(request).select_related("organizer")
         if request.user.is_superuser:
             return qs
-        return qs.filter(organizer__in=_organizer_ids(request))
+        return qs.filter(organizer__in=organizer_ids(request))
 
     def get_list_filter(self, request: HttpRequest) -> tuple:
         # Other organizers' names are not an organizer's business.
         return ("status", "organizer") if request.user.is_superuser else ("status",)
 
     def has_view_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        return super().has_view_permission(request, obj) and _manages(request, obj)
+        return super().has_view_permission(request, obj) and manages(request, obj)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return super().has_add_permission(request) and (
-            request.user.is_superuser or bool(_organizer_ids(request))
+            request.user.is_superuser or bool(organizer_ids(request))
         )
 
     def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        if not (super().has_change_permission(request, obj) and _manages(request, obj)):
+        if not (super().has_change_permission(request, obj) and manages(request, obj)):
             return False
         return obj is None or obj.status != EventStatus.ENDED  # ended: read-only
 
     def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        if not (super().has_delete_permission(request, obj) and _manages(request, obj)):
+        if not (super().has_delete_permission(request, obj) and manages(request, obj)):
             return False
         return obj is None or obj.status == EventStatus.DRAFT  # nothing sold yet
 
@@ -269,8 +134,16 @@ class EventAdmin(admin.ModelAdmin):
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "organizer" and not request.user.is_superuser:
-            kwargs["queryset"] = Organizer.objects.filter(id__in=_organizer_ids(request))
+            kwargs["queryset"] = Organizer.objects.filter(id__in=organizer_ids(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """A user who belongs to exactly one organizer gets it preset."""
+        initial = super().get_changeform_initial_data(request)
+        mine = organizer_ids(request)
+        if not request.user.is_superuser and len(mine) == 1:
+            initial.setdefault("organizer", next(iter(mine)))
+        return initial
 
     def get_readonly_fields(self, request: HttpRequest, obj: Event | None = None) -> tuple:
         fields = tuple(super().get_readonly_fields(request, obj))
@@ -280,6 +153,52 @@ class EventAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return EventChangeList
+
+    # -- the dashboard and the exports ------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path("<path:object_id>/dashboard/", self._event_view(self._dashboard),
+                 name="events_event_dashboard"),
+            path("<path:object_id>/dashboard/data/", self._event_view(self._dashboard_data),
+                 name="events_event_dashboard_data"),
+            path("<path:object_id>/orders.csv", self._event_view(self._orders_csv),
+                 name="events_event_orders_csv"),
+            path("<path:object_id>/ticket-holders.csv", self._event_view(self._holders_csv),
+                 name="events_event_holders_csv"),
+        ]  # fmt: skip
+        return own + super().get_urls()
+
+    def _event_view(self, view: Callable[[HttpRequest, Event], HttpResponse]) -> Callable:
+        """An admin view of one event the user may see (else 404, as for
+        another organizer's event; 403 without the view permission)."""
+
+        def wrapped(request: HttpRequest, object_id: str) -> HttpResponse:
+            event = self.get_object(request, object_id)
+            if event is None:
+                raise Http404("No such event.")
+            if not self.has_view_permission(request, event):
+                raise PermissionDenied
+            return view(request, event)
+
+        return self.admin_site.admin_view(wrapped)
+
+    def _dashboard(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return dashboard_view(self, request, event)
+
+    def _dashboard_data(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return dashboard_data_view(request, event)
+
+    def _orders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return orders_csv(Order.objects.filter(event=event), f"orders-{event.slug}.csv")
+
+    def _holders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+        return holders_csv(Order.objects.filter(event=event), f"ticket-holders-{event.slug}.csv")
+
+    @admin.display(description="")
+    def live(self, event: Event) -> str:
+        url = reverse("admin:events_event_dashboard", args=[event.pk])
+        return format_html('<a href="{}">dashboard</a>', url)
 
     # -- writes: services only ---------------------------------------------------
 
@@ -351,7 +270,7 @@ class EventAdmin(admin.ModelAdmin):
     ) -> None:
         changed = []
         for event in queryset:
-            if not _manages(request, event):
+            if not manages(request, event):
                 continue
             try:
                 service(event_id=event.pk)
@@ -390,9 +309,8 @@ class EventAdmin(admin.ModelAdmin):
         return getattr(event, "tickets_free_n", None)
 
     @admin.display(description="in queue")
-    def queue_length(self, event: Event) -> int | str:
-        length = _queue_length(event.pk)
-        return "-" if length is None else length
+    def in_queue(self, event: Event) -> int:
+        return queue_length(event_id=event.pk)
 
     @admin.display(description="live numbers")
     def live_numbers(self, event: Event) -> str:
@@ -409,48 +327,20 @@ class EventAdmin(admin.ModelAdmin):
                 if t.pk in counts
             ),
         )
-        length = _queue_length(event.pk)
+        length = queue_length(event_id=event.pk)
         return format_html(
-            "<p>Status: <strong>{}</strong> &middot; in queue: {}</p>"
+            '<p>Status: <strong>{}</strong> &middot; in queue: {} &middot; <a href="{}">'
+            "live dashboard</a></p>"
             "<table><thead><tr><th>tier</th><th>inventory</th><th>sold</th>"
             "<th>claimed (unpaid)</th><th>free</th></tr></thead><tbody>{}</tbody>"
             "<tfoot><tr><th>total</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></tfoot>"
             "</table>",
             event.get_status_display(),
-            "n/a" if length is None else length,
+            length,
+            reverse("admin:events_event_dashboard", args=[event.pk]),
             rows,
             sum(t.inventory for t in tiers),
             sum(c.sold for c in counts.values()),
             sum(c.claimed for c in counts.values()),
             sum(c.free for c in counts.values()),
         )
-
-
-# --- organizers ----------------------------------------------------------------
-
-
-@admin.register(Organizer)
-class OrganizerAdmin(admin.ModelAdmin):
-    list_display = ("name", "member_count", "created_at")
-    search_fields = ("name",)
-    filter_horizontal = ("members",)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Organizer]:
-        qs = super().get_queryset(request).annotate(member_count_n=Count("members"))
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(id__in=_organizer_ids(request))
-
-    # Membership decides what a user may see: only superusers change it.
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser
-
-    def has_change_permission(self, request: HttpRequest, obj: Organizer | None = None) -> bool:
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request: HttpRequest, obj: Organizer | None = None) -> bool:
-        return request.user.is_superuser
-
-    @admin.display(description="members", ordering="member_count_n")
-    def member_count(self, organizer: Organizer) -> int:
-        return organizer.member_count_n

@@ -1,4 +1,4 @@
-"""Fixtures of the events tests: organizer users for the admin (helpers:
+"""Fixtures of the console tests: organizer users for the admin (helpers:
 tests/support/sales.py)."""
 
 from __future__ import annotations

@@ -1,0 +1,7 @@
+"""News from the claims app for the apps above it."""
+
+from django.dispatch import Signal
+
+# A claim became CONFIRMED and its tickets were issued (sent after commit).
+# Arguments: claim_id.
+claim_confirmed = Signal()

@@ -1,0 +1,180 @@
+"""Orders (claims of tickets) and buyers, as the organizer sees them: lists
+with search and filters, money in the currency's major unit, links to the
+payment pages, CSV exports, and releasing unpaid orders through the
+services. Scoped like every operational page (fairqueue/adminscope.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import admin, messages
+from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from claims.domain import ClaimStatus
+from console.exports import holders_csv, orders_csv
+from console.models import Buyer, Order
+from console.services import order_release
+from fairqueue.adminscope import organizer_scope
+from fairqueue.errors import AppError
+from fairqueue.money import money_format
+
+STATUS_WORDS = {
+    ClaimStatus.CLAIMED: "awaiting payment",
+    ClaimStatus.CONFIRMED: "paid",
+    ClaimStatus.RELEASED: "released",
+}
+
+
+class ReadOnly:
+    """Rows change only through services (actions), never through a form."""
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+def payments_link(claim_id: object, label: str) -> str:
+    url = reverse("admin:payments_payment_changelist") + f"?claim__id__exact={claim_id}"
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
+@admin.register(Order)
+class OrderAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = (
+        "short_id", "created_at", "state", "event", "tier", "quantity", "total", "buyer",
+        "payment",
+    )  # fmt: skip
+    list_filter = ("status", ("event", admin.RelatedOnlyFieldListFilter), "release_reason")
+    search_fields = ("customer__email", "=id", "=payments__reference")
+    search_help_text = "Buyer email, order id or payment reference."
+    list_select_related = ("event", "tier", "customer")
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    fields = (
+        "id", "state", "event", "tier", "quantity", "total", "buyer", "payment",
+        "created_at", "expires_at", "confirmed_at", "released_at", "release_reason",
+        "payment_in_flight",
+    )  # fmt: skip
+    readonly_fields = fields
+    actions = ["release_unpaid", "export_orders", "export_holders"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Order]:
+        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
+
+    def has_release_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("console.change_order")
+
+    @admin.display(description="order", ordering="id")
+    def short_id(self, order: Order) -> str:
+        return str(order.pk)[:8]
+
+    @admin.display(description="status", ordering="status")
+    def state(self, order: Order) -> str:
+        word = STATUS_WORDS.get(ClaimStatus(order.status), order.status)
+        if order.status == ClaimStatus.RELEASED and order.release_reason:
+            return f"{word} ({order.get_release_reason_display().lower()})"
+        if order.status == ClaimStatus.CLAIMED and order.payment_in_flight:
+            return f"{word} (payment in flight)"
+        return word
+
+    @admin.display(description="total", ordering="amount")
+    def total(self, order: Order) -> str:
+        return money_format(order.amount, order.currency)
+
+    @admin.display(description="buyer", ordering="customer__email")
+    def buyer(self, order: Order) -> str:
+        url = reverse("admin:console_buyer_change", args=[order.customer_id])
+        return format_html('<a href="{}">{}</a>', url, order.customer.email)
+
+    @admin.display(description="payment")
+    def payment(self, order: Order) -> str:
+        return payments_link(order.pk, "payments")
+
+    # -- actions ------------------------------------------------------------------
+
+    def _each(
+        self, request: HttpRequest, orders: QuerySet[Order], act: Callable[[Order], object]
+    ) -> tuple[int, list[str]]:
+        done, refused = 0, []
+        for order in orders:
+            try:
+                act(order)
+            except AppError as exc:
+                refused.append(f"{str(order.pk)[:8]}: {exc.message}")
+            else:
+                done += 1
+        return done, refused
+
+    @admin.action(
+        description="Release unpaid orders (tickets back to sale)", permissions=["release"]
+    )
+    def release_unpaid(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
+        actor = f"staff:{request.user.get_username()}"
+        done, refused = self._each(
+            request, queryset, lambda order: order_release(claim_id=order.pk, actor=actor)
+        )
+        if done:
+            self.message_user(request, f"Released {done} order(s).", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+    @admin.action(description="Export orders (CSV)", permissions=["view"])
+    def export_orders(self, request: HttpRequest, queryset: QuerySet[Order]) -> HttpResponse:
+        return orders_csv(queryset)
+
+    @admin.action(description="Export ticket holders (CSV)", permissions=["view"])
+    def export_holders(self, request: HttpRequest, queryset: QuerySet[Order]) -> HttpResponse:
+        return holders_csv(queryset)
+
+
+@admin.register(Buyer)
+class BuyerAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = ("email", "orders", "tickets", "last_order")
+    search_fields = ("email",)
+    search_help_text = "Email."
+    show_full_result_count = False
+    fields = ("email", "orders", "tickets", "last_order", "created_at")
+    readonly_fields = fields
+    actions = ["export_orders"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Buyer]:
+        """Customers with an order for one of the user's events; the counts
+        only count those orders."""
+        mine = organizer_scope(request, Order.objects.all(), "event__organizer_id")
+        paid = Q(claims__status=ClaimStatus.CONFIRMED)
+        return (
+            super()
+            .get_queryset(request)
+            .filter(claims__in=mine)
+            .annotate(
+                orders_n=Count("claims", distinct=True),
+                tickets_n=Sum("claims__quantity", filter=paid),
+                last_order_at=Max("claims__created_at"),
+            )
+        )
+
+    @admin.display(description="orders", ordering="orders_n")
+    def orders(self, buyer: Buyer) -> str:
+        url = reverse("admin:console_order_changelist") + f"?customer__id__exact={buyer.pk}"
+        return format_html('<a href="{}">{}</a>', url, buyer.orders_n)
+
+    @admin.display(description="tickets paid", ordering="tickets_n")
+    def tickets(self, buyer: Buyer) -> int:
+        return buyer.tickets_n or 0
+
+    @admin.display(description="last order", ordering="last_order_at")
+    def last_order(self, buyer: Buyer) -> object:
+        return buyer.last_order_at
+
+    @admin.action(description="Export their orders (CSV)", permissions=["view"])
+    def export_orders(self, request: HttpRequest, queryset: QuerySet[Buyer]) -> HttpResponse:
+        mine = organizer_scope(request, Order.objects.all(), "event__organizer_id")
+        return orders_csv(mine.filter(customer__in=queryset.values("pk")))

@@ -1,0 +1,103 @@
+"""CSV exports of orders and ticket holders, streamed row by row (an event
+can sell tens of thousands), amounts in the currency's major unit."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator
+
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+
+from claims.domain import ClaimStatus
+from claims.models import Claim
+from fairqueue.money import money_major
+from inventory.models import Ticket
+
+ORDER_COLUMNS = [
+    "order", "created_at", "status", "event", "tier", "quantity", "amount", "currency",
+    "buyer_email", "payment_reference", "paid_at", "released_at", "release_reason",
+]  # fmt: skip
+HOLDER_COLUMNS = ["ticket", "event", "tier", "holder_email", "order", "paid_at"]
+
+# A cell a spreadsheet would run as a formula (an email may start with "=").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+class _Line:
+    """csv.writer's file: hands back each written line instead of storing it."""
+
+    def write(self, line: str) -> str:
+        return line
+
+
+def csv_response(
+    filename: str, header: list[str], rows: Iterable[Iterable]
+) -> StreamingHttpResponse:
+    writer = csv.writer(_Line())
+
+    def lines() -> Iterator[str]:
+        yield writer.writerow(header)
+        for row in rows:
+            yield writer.writerow([_cell(v) for v in row])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def order_rows(orders: QuerySet[Claim]) -> Iterator[list]:
+    orders = orders.select_related("event", "tier", "customer").prefetch_related("payments")
+    for order in orders.order_by("created_at", "id").iterator(chunk_size=2000):
+        # The payment that settled the order, else its latest attempt.
+        payments = sorted(
+            order.payments.all(), key=lambda p: (p.status == "CONFIRMED", p.created_at)
+        )
+        yield [
+            order.pk,
+            order.created_at.isoformat(),
+            order.status,
+            order.event.name,
+            order.tier.name,
+            order.quantity,
+            money_major(order.amount, order.currency),
+            order.currency,
+            order.customer.email,
+            payments[-1].reference if payments else "",
+            order.confirmed_at.isoformat() if order.confirmed_at else "",
+            order.released_at.isoformat() if order.released_at else "",
+            order.release_reason,
+        ]
+
+
+def holder_rows(orders: QuerySet[Claim]) -> Iterator[list]:
+    """One row per ticket of a paid order: who holds it."""
+    tickets = (
+        Ticket.objects.filter(claim__in=orders.filter(status=ClaimStatus.CONFIRMED))
+        .select_related("tier__event", "claim__customer")
+        .order_by("tier__event__name", "tier__name", "claim__confirmed_at", "id")
+    )
+    for ticket in tickets.iterator(chunk_size=2000):
+        yield [
+            ticket.pk,
+            ticket.tier.event.name,
+            ticket.tier.name,
+            ticket.claim.customer.email,
+            ticket.claim_id,
+            ticket.claim.confirmed_at.isoformat() if ticket.claim.confirmed_at else "",
+        ]
+
+
+def orders_csv(orders: QuerySet[Claim], filename: str = "orders.csv") -> StreamingHttpResponse:
+    return csv_response(filename, ORDER_COLUMNS, order_rows(orders))
+
+
+def holders_csv(
+    orders: QuerySet[Claim], filename: str = "ticket-holders.csv"
+) -> StreamingHttpResponse:
+    return csv_response(filename, HOLDER_COLUMNS, holder_rows(orders))

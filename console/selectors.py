@@ -1,0 +1,227 @@
+"""Reads across apps for the people watching a sale: the numbers of the
+organizer's dashboard, the families of ``/metrics`` that are computed at
+scrape time, and what readiness looks at. Postgres is the truth; Redis only
+where it is the thing measured (the last admission tick, the waiting line's
+size as customers see it)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
+
+from claims.domain import HOLDING_STATUSES, ClaimStatus
+from claims.models import Claim
+from claims.selectors import tier_ticket_counts
+from events.domain import LIVE_STATUSES, EventStatus
+from events.models import Event
+from payments.domain import EventKind, PaymentStatus
+from payments.models import Payment, PaymentEvent
+from payments.selectors import stuck_q
+from queueing.domain import QueueStatus
+from queueing.models import QueueEntry
+from queueing.selectors import admission_last_tick, queue_length
+
+# An ended event stays in the metrics this long, so its last numbers are seen.
+ENDED_REPORTED_FOR = timedelta(days=1)
+# Rates are measured over these windows.
+ADMISSION_RATE_WINDOW = timedelta(seconds=60)
+SELL_RATE_WINDOW = timedelta(minutes=5)
+
+
+def events_reported(now: datetime | None = None) -> QuerySet[Event]:
+    """Live events, and events that ended in the last day."""
+    now = now or timezone.now()
+    return Event.objects.filter(
+        Q(status__in=LIVE_STATUSES)
+        | Q(status=EventStatus.ENDED, updated_at__gte=now - ENDED_REPORTED_FOR)
+    ).order_by("sale_start", "name")
+
+
+def events_on_sale(now: datetime | None = None) -> QuerySet[Event]:
+    """ACTIVE events inside their sale window: the admission tick must run
+    for each of them every interval."""
+    now = now or timezone.now()
+    return Event.objects.filter(status=EventStatus.ACTIVE, sale_start__lte=now, sale_end__gt=now)
+
+
+def _per_event(qs: QuerySet, value: str = "n") -> dict[uuid.UUID, int]:
+    return {row["event_id"]: int(row[value] or 0) for row in qs}
+
+
+def admitted_now(event_ids: list[uuid.UUID], now: datetime) -> dict[uuid.UUID, int]:
+    """Customers holding a live admission (may claim right now)."""
+    return _per_event(
+        QueueEntry.objects.filter(
+            event_id__in=event_ids, status=QueueStatus.ADMITTED, admission_expires_at__gt=now
+        )
+        .values("event_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def admitted_since(
+    event_ids: list[uuid.UUID], since: datetime | None = None
+) -> dict[uuid.UUID, int]:
+    """Customers ever admitted (each queue entry that got an admission),
+    optionally only since ``since``. Never decreases: a counter."""
+    qs = QueueEntry.objects.filter(
+        event_id__in=event_ids,
+        status__in=[QueueStatus.ADMITTED, QueueStatus.COMPLETED, QueueStatus.EXPIRED],
+        admitted_at__isnull=False,
+    )
+    if since is not None:
+        qs = qs.filter(admitted_at__gte=since)
+    return _per_event(qs.values("event_id").annotate(n=Count("id")).order_by())
+
+
+@dataclass(frozen=True)
+class TierNumbers:
+    id: uuid.UUID
+    event_id: uuid.UUID
+    name: str
+    price: int
+    inventory: int
+    sold: int
+    claimed: int
+    free: int
+    revenue: int  # minor units, CONFIRMED claims
+
+
+def tier_numbers(event: Event) -> list[TierNumbers]:
+    counts = tier_ticket_counts(event_id=event.pk)
+    revenue = {
+        row["tier_id"]: int(row["total"] or 0)
+        for row in Claim.objects.filter(event_id=event.pk, status=ClaimStatus.CONFIRMED)
+        .values("tier_id")
+        .annotate(total=Sum("amount"))
+        .order_by()
+    }
+    return [
+        TierNumbers(
+            id=tier.pk,
+            event_id=event.pk,
+            name=tier.name,
+            price=tier.price,
+            inventory=tier.inventory,
+            sold=counts[tier.pk].sold if tier.pk in counts else 0,
+            claimed=counts[tier.pk].claimed if tier.pk in counts else 0,
+            free=counts[tier.pk].free if tier.pk in counts else 0,
+            revenue=revenue.get(tier.pk, 0),
+        )
+        for tier in event.tiers.all()
+    ]
+
+
+def tickets_taken_since(event_id: uuid.UUID, since: datetime) -> int:
+    """Tickets in claims made since ``since`` that still hold them."""
+    total = Claim.objects.filter(
+        event_id=event_id, created_at__gte=since, status__in=HOLDING_STATUSES
+    ).aggregate(n=Sum("quantity"))["n"]
+    return int(total or 0)
+
+
+ATTENTION_REASONS = ("stuck", "refund_required", "flagged")
+
+
+def payments_attention(event_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """Payments staff must look at, per event: stuck (live past the stale
+    threshold), refund required (money taken for tickets we could not give),
+    flagged (the gateway's amount or currency did not match)."""
+    result: dict[uuid.UUID, dict[str, int]] = {}
+    rows = (
+        Payment.objects.filter(claim__event_id__in=event_ids)
+        .values("claim__event_id")
+        .annotate(
+            stuck=Count("id", filter=stuck_q()),
+            refund_required=Count("id", filter=Q(status=PaymentStatus.REFUND_REQUIRED)),
+            flagged=Count("id", filter=~Q(flag_reason="")),
+        )
+        .order_by()
+    )
+    for row in rows:
+        result[row["claim__event_id"]] = {r: int(row[r]) for r in ATTENTION_REASONS}
+    return result
+
+
+def _actor(actor: str) -> str:
+    """``staff:<user>`` names a person; a metric label names the role."""
+    return actor.split(":", 1)[0] or "unknown"
+
+
+def payment_totals(event_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str, str], int]:
+    """Payments that reached each status, per event and by whom
+    (event, status, actor) -> count: INITIALIZING is every payment written,
+    every other status a state change in the append-only payment log. The
+    log only grows, so each count only grows."""
+    totals: dict[tuple[uuid.UUID, str, str], int] = defaultdict(int)
+    for row in (
+        Payment.objects.filter(claim__event_id__in=event_ids)
+        .values("claim__event_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        totals[(row["claim__event_id"], PaymentStatus.INITIALIZING.value, "customer")] += row["n"]
+    for row in (
+        PaymentEvent.objects.filter(
+            payment__claim__event_id__in=event_ids, kind=EventKind.STATE_CHANGE
+        )
+        .values("payment__claim__event_id", "to_status", "actor")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        key = (row["payment__claim__event_id"], row["to_status"], _actor(row["actor"]))
+        totals[key] += row["n"]
+    return dict(totals)
+
+
+@dataclass
+class EventNumbers:
+    """Everything the dashboard shows about one event, read at one moment."""
+
+    event: Event
+    read_at: datetime
+    waiting: int
+    admitted: int
+    admitted_total: int
+    admission_rate_per_minute: float
+    sell_rate_per_minute: float
+    eta_seconds: float | None  # to sell-out at the current rate; None: not selling
+    last_tick: datetime | None
+    tiers: list[TierNumbers] = field(default_factory=list)
+    attention: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {
+            name: sum(getattr(t, name) for t in self.tiers)
+            for name in ("inventory", "sold", "claimed", "free", "revenue")
+        }
+
+
+def event_numbers(event: Event, now: datetime | None = None) -> EventNumbers:
+    now = now or timezone.now()
+    ids = [event.pk]
+    tiers = tier_numbers(event)
+    free = sum(t.free for t in tiers)
+    admitted_recently = admitted_since(ids, now - ADMISSION_RATE_WINDOW).get(event.pk, 0)
+    taken = tickets_taken_since(event.pk, now - SELL_RATE_WINDOW)
+    sell_rate = taken / SELL_RATE_WINDOW.total_seconds()
+    return EventNumbers(
+        event=event,
+        read_at=now,
+        waiting=queue_length(event_id=event.pk),
+        admitted=admitted_now(ids, now).get(event.pk, 0),
+        admitted_total=admitted_since(ids).get(event.pk, 0),
+        admission_rate_per_minute=admitted_recently * 60 / ADMISSION_RATE_WINDOW.total_seconds(),
+        sell_rate_per_minute=sell_rate * 60,
+        eta_seconds=(free / sell_rate) if sell_rate > 0 and free > 0 else None,
+        last_tick=admission_last_tick(event_id=event.pk),
+        tiers=tiers,
+        attention=payments_attention(ids).get(event.pk, dict.fromkeys(ATTENTION_REASONS, 0)),
+    )

@@ -1,0 +1,63 @@
+"""How an organizer authenticates to the API: the Django session of a user
+who signed in to the admin (``/admin/``), with Django's CSRF check.
+
+Door staff sign in once on their phone or scanner and use the check-in page
+(``/events/<id>/check-in/``), which calls the API with the session cookie and
+the ``X-CSRFToken`` header. The cookie middleware skips ``/api/`` (customer
+calls carry bearer tokens only; see fairqueue/middleware.py), so this class
+loads the session itself, and only on the views that name it. A user may act
+for an event when they are an active member of its organizer (or a
+superuser); anyone else is refused, whatever their staff flag.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from django.conf import settings
+from django.contrib import auth
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from rest_framework import permissions
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.request import Request
+
+from events.models import Event
+
+
+class OrganizerSessionAuthentication(SessionAuthentication):
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        django_request = request._request
+        if not hasattr(django_request, "session"):
+            engine = import_module(settings.SESSION_ENGINE)
+            cookie = django_request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+            django_request.session = engine.SessionStore(cookie)
+        if not hasattr(django_request, "user") or isinstance(django_request.user, AnonymousUser):
+            django_request.user = auth.get_user(django_request)
+        # DRF's SessionAuthentication: an active user, and the CSRF check.
+        return super().authenticate(request)
+
+    def authenticate_header(self, request: Request) -> str:
+        # A 401 (not 403) for "not signed in": DRF answers 403 without this.
+        return 'Session realm="admin"'
+
+
+def organizer_runs_event(*, user: Any, event_id: object) -> bool:
+    """An active member of the event's organizer, or a superuser."""
+    if not getattr(user, "is_active", False):
+        return False
+    if user.is_superuser:
+        return Event.objects.filter(pk=event_id).exists()
+    return Event.objects.filter(pk=event_id, organizer__members=user).exists()
+
+
+class RunsThisEvent(permissions.BasePermission):
+    """For views under ``events/<event_id>/``: the signed-in user runs it."""
+
+    message = "You do not run this event."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        if user is None or not getattr(user, "is_authenticated", False):
+            return False
+        return organizer_runs_event(user=user, event_id=view.kwargs.get("event_id"))

@@ -1,0 +1,68 @@
+"""The confirmation email: HTML and plain text, the tickets (each with its QR
+code as an inline image) and a receipt."""
+
+from __future__ import annotations
+
+from email.mime.image import MIMEImage
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+
+from claims.domain import IssuedTicketStatus, ticket_code_display
+from claims.models import Claim
+from fairqueue.money import money_format
+from fairqueue.public_url import public_url
+from storefront.qr import qr_png
+from storefront.selectors import payment_confirmed_for_claim
+
+
+def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
+    """The message for a CONFIRMED claim's valid tickets; None when there is
+    nothing to send (no valid ticket left, e.g. refunded meanwhile)."""
+    tickets = [
+        t
+        for t in claim.issued_tickets.select_related("tier").order_by("seat")
+        if t.status == IssuedTicketStatus.VALID
+    ]
+    if not tickets:
+        return None
+    event = claim.event
+    payment = payment_confirmed_for_claim(claim_id=claim.pk)
+    unit = claim.amount // claim.quantity if claim.quantity else claim.amount
+    context = {
+        "event": event,
+        "claim": claim,
+        "tier_name": claim.tier.name,
+        "tickets": [
+            {
+                "code": ticket_code_display(t.code),
+                "seat": t.seat,
+                "cid": f"qr-{t.code}",
+                "url": public_url(f"/tickets/{t.code}/"),
+            }
+            for t in tickets
+        ],
+        "unit_price": money_format(unit, claim.currency),
+        "total": money_format(claim.amount, claim.currency),
+        "reference": payment.reference if payment else "",
+        "paid_at": (payment.confirmed_at if payment else None) or claim.confirmed_at,
+        "my_tickets_url": public_url("/tickets/"),
+        "event_url": public_url(f"/events/{event.pk}/"),
+    }
+    subject = f"Your tickets for {event.name}"
+    message = EmailMultiAlternatives(
+        subject=subject,
+        body=render_to_string("emails/confirmation.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[tickets[0].holder_email],
+    )
+    message.attach_alternative(render_to_string("emails/confirmation.html", context), "text/html")
+    # multipart/related: the HTML shows each QR code by its Content-ID.
+    message.mixed_subtype = "related"
+    for ticket in tickets:
+        image = MIMEImage(qr_png(ticket.code), "png")
+        image.add_header("Content-ID", f"<qr-{ticket.code}>")
+        image.add_header("Content-Disposition", "inline", filename=f"ticket-{ticket.seat}.png")
+        message.attach(image)
+    return message

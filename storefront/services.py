@@ -1,0 +1,60 @@
+"""Writes of the storefront: the confirmation email's delivery record."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.db.models import Min
+from django.utils import timezone
+
+from claims.domain import ClaimStatus, IssuedTicketStatus
+from claims.models import Claim, IssuedTicket
+from storefront.emails import confirmation_email
+
+logger = logging.getLogger(__name__)
+
+# A confirmation not sent this long after its tickets were issued is sent by
+# the sweep (its enqueue was lost: broker down at that moment, a crash).
+SWEEP_AFTER = timedelta(minutes=2)
+
+
+def confirmation_email_deliver(*, claim_id: uuid.UUID | str) -> str:
+    """Send the confirmation of a CONFIRMED claim whose valid tickets were not
+    emailed yet, then mark them emailed. At least once: a crash between the
+    send and the mark sends it again on the next try, never zero times. A
+    send failure raises (the task retries)."""
+    claim = Claim.objects.select_related("event", "tier").filter(pk=claim_id).first()
+    if claim is None or claim.status != ClaimStatus.CONFIRMED:
+        return "not_confirmed"
+    pending = IssuedTicket.objects.filter(
+        claim_id=claim.pk, status=IssuedTicketStatus.VALID, emailed_at__isnull=True
+    )
+    if not pending.exists():
+        return "already_sent"
+    message = confirmation_email(claim=claim)
+    if message is None:
+        return "nothing_to_send"
+    message.send(fail_silently=False)
+    pending.update(emailed_at=timezone.now())
+    logger.info("confirmation email sent claim=%s", claim.pk)
+    return "sent"
+
+
+def confirmations_unsent(*, now: object = None, limit: int = 500) -> list[uuid.UUID]:
+    """Claims with valid tickets issued over SWEEP_AFTER ago and not emailed."""
+    cutoff = (now or timezone.now()) - SWEEP_AFTER
+    rows = (
+        IssuedTicket.objects.filter(
+            status=IssuedTicketStatus.VALID,
+            emailed_at__isnull=True,
+            claim__status=ClaimStatus.CONFIRMED,
+        )
+        .values("claim_id")
+        .annotate(first=Min("issued_at"))
+        .filter(first__lte=cutoff)
+        .order_by("first")
+        .values_list("claim_id", flat=True)[:limit]
+    )
+    return list(rows)

@@ -1,0 +1,140 @@
+/* The live link of the waiting room: the queue WebSocket, and polling while
+   it is down. Knows nothing of panels: it hands messages to `onMessage` and
+   says whether it is live through `onLive`. */
+import { session } from "../lib/api.js";
+
+const POLL_MS = 5000;             // position polling while the socket is down
+const RESYNC_MS = 120000;         // a fresh snapshot now and then (abandons ahead, pre-queue shuffle)
+const SNAPSHOT_MIN_GAP_MS = 3000;
+
+/* Where the queue socket connects. The one place that knows how the socket
+   authenticates: today with the customer token (?token=); a single-use
+   ticket from POST events/{id}/queue/ws-ticket/ replaces it here alone. */
+export async function socketUrl(cfg) {
+  const s = session.get();
+  if (!s) return null;
+  let base = cfg.ws_url;
+  if (window.location.protocol === "https:") base = base.replace(/^ws:/, "wss:");
+  return base + "/ws/events/" + cfg.event_id + "/queue/?token=" + encodeURIComponent(s.token);
+}
+
+export class LiveLink {
+  /* poll(): one round trip to the API standing in for the socket (returns a promise).
+     onClose(code): 4401 sign-in lost, 4404 no such event (the link stops itself). */
+  constructor({ cfg, onMessage, onLive, poll, onOpen, onClose }) {
+    Object.assign(this, { cfg, onMessage, onLive, poll, onOpen, onClose });
+    this.socket = null;
+    this.wanted = false;
+    this.retries = 0;
+    this.reconnectTimer = null;
+    this.pollTimer = null;
+    this.resyncTimer = null;
+    this.lastAsk = 0;
+  }
+
+  start() {
+    this.wanted = true;
+    if (this.socket || this.reconnectTimer) return;
+    if (typeof window.WebSocket !== "function") { this.startPolling(); return; }
+    this.open();
+  }
+
+  stop() {
+    this.wanted = false;
+    window.clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    window.clearTimeout(this.resyncTimer);
+    this.stopPolling();
+    if (this.socket) {
+      const ws = this.socket;
+      this.socket = null;
+      ws.onclose = null;
+      ws.close(1000);
+    }
+  }
+
+  isOpen() { return this.socket !== null && this.socket.readyState === 1; }
+
+  /* A fresh snapshot of our place: over the socket, else by polling. */
+  ask() {
+    const now = Date.now();
+    if (now - this.lastAsk < SNAPSHOT_MIN_GAP_MS) return;
+    this.lastAsk = now;
+    if (this.isOpen()) this.socket.send(JSON.stringify({ type: "position" }));
+    else this.poll();
+  }
+
+  async open() {
+    this.reconnectTimer = null;
+    if (!this.wanted) return;
+    const url = await socketUrl(this.cfg);
+    if (!url || !this.wanted) return;
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch (e) {
+      this.down(null);
+      return;
+    }
+    this.socket = ws;
+    ws.onopen = () => {
+      this.retries = 0;
+      this.onLive(true);
+      this.stopPolling();
+      this.scheduleResync();
+      if (this.onOpen) this.onOpen();
+    };
+    ws.onmessage = (e) => {
+      let message;
+      try { message = JSON.parse(e.data); } catch (err) { return; }
+      this.onMessage(message);
+    };
+    ws.onclose = (e) => {
+      if (this.socket === ws) this.socket = null;
+      this.onLive(false);
+      this.down(e.code);
+    };
+  }
+
+  down(code) {
+    if (!this.wanted) return;
+    if (code === 4401 || code === 4404) {
+      this.stop();
+      if (this.onClose) this.onClose(code);
+      return;
+    }
+    this.startPolling();
+    if (code === 4403) return;  // this origin may not open the socket: polling only
+    const delay = Math.min(30000, 1000 * Math.pow(2, this.retries++)) * (0.5 + Math.random());
+    this.reconnectTimer = window.setTimeout(() => this.open(), delay);
+  }
+
+  startPolling() {
+    if (this.pollTimer) return;
+    const next = () => {
+      this.pollTimer = window.setTimeout(async () => {
+        if (!this.wanted || this.isOpen()) { this.pollTimer = null; return; }
+        await this.poll();
+        if (this.pollTimer !== null) next();
+      }, POLL_MS + Math.random() * 2000);
+    };
+    next();
+  }
+
+  stopPolling() {
+    window.clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+  }
+
+  scheduleResync() {
+    window.clearTimeout(this.resyncTimer);
+    let delay = RESYNC_MS * (0.75 + Math.random() * 0.5);
+    // Pre-queue joiners get their shuffled place at sale start: ask soon after it.
+    const untilStart = Date.parse(this.cfg.sale_start) - Date.now();
+    if (untilStart > 0 && untilStart < delay) delay = untilStart + 3000 + Math.random() * 10000;
+    this.resyncTimer = window.setTimeout(() => {
+      this.ask();
+      if (this.wanted) this.scheduleResync();
+    }, delay);
+  }
+}

@@ -1,0 +1,120 @@
+/* The waiting room's state machine. Pure: it decides which panel a customer
+   sees from what the server says (GET events/{id}/me/, the event's status,
+   the clock) and how a socket push moves it. The view only draws panels.
+
+   Panels: upcoming (countdown) · signin · join · waiting · admitted (choose
+   tickets) · claim (held, pay) · paying (payment under way) · confirmed
+   (tickets) · ended. */
+
+/* The sale as a customer sees it at `now` (mirrors storefront/pages.py). */
+export function saleStateAt(event, now) {
+  const t = (iso) => (iso ? Date.parse(iso) : null);
+  if (event.status === "ENDED" || now >= t(event.sale_end)) return "ended";
+  if (event.status === "SOLD_OUT") return "sold_out";
+  if (event.status === "PAUSED") return "paused";
+  const opens = t(event.prequeue_opens_at);
+  const start = t(event.sale_start);
+  if (event.status === "ACTIVE" && opens !== null && opens <= now && now < start) return "prequeue";
+  if (now < start) return "upcoming";
+  return "on_sale";
+}
+
+/* When the waiting room opens: the pre-queue if there is one, else the sale. */
+export function opensAt(event) {
+  return Date.parse(event.prequeue_opens_at || event.sale_start);
+}
+
+export const EVENT_NOTICE = {
+  ACTIVE: "",
+  PAUSED: "Sales are paused. Keep your place: admission resumes when the sale does.",
+  SOLD_OUT: "Sold out for now. Tickets come back when a hold runs out unpaid, so you can keep your place in line.",
+  ENDED: "The sale has ended.",
+};
+
+/* The badge beside the event's name, by sale state (as the server renders it). */
+export const SALE_BADGE = {
+  upcoming: ["upcoming", "Opens soon"],
+  prequeue: ["prequeue", "Waiting room open"],
+  on_sale: ["on_sale", "On sale"],
+  paused: ["paused", "Paused"],
+  sold_out: ["sold_out", "Sold out"],
+  ended: ["ended", "Sale ended"],
+};
+
+const LIVE_PAYMENT = ["INITIALIZING", "PENDING"];
+const JOINABLE = ["prequeue", "on_sale", "paused", "sold_out"];
+
+/* The panel for this customer, and a notice about what happened before
+   (a hold that ran out, a payment that failed). `me` is the body of
+   GET events/{id}/me/, or null when not signed in. */
+export function phaseFor(me, { saleState }) {
+  if (!me) {
+    if (saleState === "upcoming") return { phase: "upcoming", notice: "" };
+    if (saleState === "ended") return { phase: "ended", notice: "" };
+    return { phase: "signin", notice: "" };
+  }
+  const claim = me.claim, payment = me.payment, queue = me.queue;
+  const tickets = (me.tickets || []).filter((t) => t.status !== "VOID");
+  if (claim && claim.status === "CONFIRMED") return { phase: "confirmed", notice: "" };
+  if (claim && claim.status === "CLAIMED") {
+    if (payment && LIVE_PAYMENT.indexOf(payment.status) !== -1) return { phase: "paying", notice: "" };
+    const failed = payment && payment.status === "FAILED" ? payment.status_text + "." : "";
+    return { phase: "claim", notice: failed };
+  }
+  if (tickets.length) return { phase: "confirmed", notice: "" };
+  if (queue && queue.status === "ADMITTED") return { phase: "admitted", notice: "" };
+  if (queue && queue.status === "WAITING") return { phase: "waiting", notice: "" };
+  let notice = "";
+  if (claim && claim.status === "RELEASED") {
+    notice = claim.release_text + ".";
+    if (payment && payment.status !== "FAILED" && payment.status !== "CONFIRMED") notice += " " + payment.status_text + ".";
+  } else if (queue && queue.status === "EXPIRED") {
+    notice = "Your turn passed before you chose tickets.";
+  }
+  if (saleState === "ended") return { phase: "ended", notice };
+  if (saleState === "upcoming") return { phase: "upcoming", notice };
+  if (JOINABLE.indexOf(saleState) !== -1) return { phase: "join", notice };
+  return { phase: "ended", notice };
+}
+
+/* What a socket push means: `{eventStatus}` (the sale changed), `{admitted}`
+   (our turn, with the token), `{served}` (the line moved), `{refresh}` (ask
+   the server again), or `{}` (nothing for this panel). */
+export function pushEffect(message, phase) {
+  if (!message || typeof message !== "object") return {};
+  switch (message.type) {
+    case "position":
+      if (Object.prototype.hasOwnProperty.call(message, "status")) return { snapshot: message };
+      return { served: message.served, rate: message.rate_per_second };
+    case "admitted":
+      if (!message.admission_token) return { refresh: true };
+      return { admitted: { token: message.admission_token, expiresAt: message.admission_expires_at } };
+    case "expired":
+      if (message.reason === "sale_ended") return { eventStatus: "ENDED", refresh: true };
+      return phase === "waiting" || phase === "admitted" ? { refresh: true } : {};
+    case "paused": return { eventStatus: "PAUSED" };
+    case "resumed":
+    case "available": return { eventStatus: "ACTIVE" };
+    case "sold_out": return { eventStatus: "SOLD_OUT" };
+    case "ended": return { eventStatus: "ENDED", refresh: true };
+    default: return {};
+  }
+}
+
+/* Panels that keep the live link (socket, or polling while it is down). */
+export function wantsLive(phase) {
+  return phase === "waiting" || phase === "admitted";
+}
+
+/* What the screen reader hears when a panel opens. */
+export const PHASE_ANNOUNCEMENT = {
+  upcoming: "The waiting room is not open yet. This page opens it by itself.",
+  signin: "Sign in to join the queue.",
+  join: "You can join the queue.",
+  waiting: "You are in the queue.",
+  admitted: "It is your turn. Choose your tickets.",
+  claim: "Your tickets are held. Pay to confirm them.",
+  paying: "Waiting for your payment to be confirmed.",
+  confirmed: "Paid. Your tickets are ready.",
+  ended: "The sale has ended.",
+};

@@ -1,0 +1,398 @@
+/* The waiting room page (/events/{id}/queue/): wiring. The server's
+   GET events/{id}/me/ is the truth this page rebuilds itself from after a
+   refresh, in a new tab or on another device; the socket (or polling) keeps
+   it live while waiting or admitted. */
+import { api, errorText, newKey, pageConfig, session, store } from "../lib/api.js";
+import { clock, localDateTime, money, number } from "../lib/format.js";
+import { signinHref } from "../site.js";
+import { untilText, untilWords } from "./countdown.js";
+import { etaRange, etaText } from "./eta.js";
+import { LiveLink } from "./live.js";
+import {
+  PHASE_ANNOUNCEMENT, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
+} from "./machine.js";
+import { afterServed, aheadText, progress, startingPlace } from "./position.js";
+import {
+  announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
+  setProgress, setText, showPanel,
+} from "./view.js";
+
+const cfg = pageConfig();
+const API = cfg.api;
+const EVENT = cfg.event_id;
+const event = {
+  status: cfg.status, sale_start: cfg.sale_start, sale_end: cfg.sale_end,
+  prequeue_opens_at: cfg.prequeue_opens_at,
+};
+
+const state = {
+  phase: null,
+  me: null,
+  snapshot: null,     // {position, served}
+  rate: null,         // measured admissions per second
+  start: null,        // the starting place the progress bar counts from
+  admission: null,    // {token, expiresAt (ms)}
+  lapsed: false,      // a countdown reached zero; the server decides what follows
+  pendingClaim: null, // {text, key}: a retry of the same request reuses its Idempotency-Key
+  lastAnnounced: null,
+};
+let ticker = null;
+
+const live = new LiveLink({
+  cfg,
+  onMessage: onPush,
+  onLive: setLive,
+  poll: refresh,
+  onOpen: refreshEvent,
+  onClose(code) {
+    if (code === 4401) { session.clear(); render("signin"); setError("Your sign-in has expired. Sign in again: your place is kept."); }
+    else render("ended");
+  },
+});
+
+// --- the server's truth ------------------------------------------------------------
+
+async function refresh() {
+  if (!session.get()) { decide(null); return; }
+  const r = await api("GET", API + "events/" + EVENT + "/me/");
+  if (r.ok) { decide(r.data); return; }
+  if (r.status === 401) { decide(null); return; }
+  if (r.status === 404) { render("ended"); return; }
+  if (r.status !== 0) setError(errorText(r));  // a network blip: the next poll retries
+}
+
+/* The event as it is now (a push may have been missed), and tier availability. */
+async function refreshEvent() {
+  const r = await api("GET", API + "events/" + EVENT + "/", { anonymous: true });
+  if (!r.ok || !r.data) return;
+  if (r.data.status !== event.status) {
+    event.status = r.data.status;
+    setEventStatus(event.status, saleStateAt(event, Date.now()));
+    if (state.phase === "waiting") drawWaiting();
+  }
+  (r.data.tiers || []).forEach((tier) => {
+    if (typeof tier.available !== "number") return;
+    const text = tier.available <= 0 ? "sold out" : number(tier.available) + " left";
+    setText("tier-left-" + tier.id, "(" + text + ")");
+    const radio = document.querySelector('#claim-form input[value="' + tier.id + '"]');
+    if (radio) radio.disabled = tier.available <= 0;
+  });
+  const checked = document.querySelector("#claim-form input[name=tier_id]:checked");
+  if (!checked || checked.disabled) {
+    const open = document.querySelector("#claim-form input[name=tier_id]:not([disabled])");
+    if (open) open.checked = true;
+  }
+}
+
+function decide(me) {
+  state.me = me;
+  const { phase, notice } = phaseFor(me, { saleState: saleStateAt(event, Date.now()) });
+  if (me && me.queue && me.queue.status === "WAITING") {
+    state.snapshot = { position: me.queue.position, served: me.queue.served };
+    trackStart(me.queue.queue_entry_id, me.queue.position);
+  }
+  if (me && me.queue && me.queue.status === "ADMITTED") {
+    state.admission = { token: me.queue.admission_token, expiresAt: Date.parse(me.queue.admission_expires_at) };
+  }
+  setNotice(notice);
+  render(phase);
+}
+
+function trackStart(entryId, position) {
+  const key = "fq.start." + (entryId || EVENT);
+  state.start = startingPlace(store.get(key), position);
+  store.set(key, state.start);
+}
+
+// --- drawing ---------------------------------------------------------------------------
+
+function render(phase) {
+  const changed = phase !== state.phase;
+  state.phase = phase;
+  if (changed) state.lapsed = false;
+  showPanel(phase);
+  if (phase === "waiting") drawWaiting();
+  if (phase === "admitted") drawAdmitted(changed);
+  if (phase === "claim" || phase === "paying") drawClaim();
+  if (phase === "confirmed") drawConfirmed();
+  if (phase === "signin") el("signin-link").href = signinHref();
+  if (phase === "upcoming") el("upcoming-signin").hidden = Boolean(session.get());
+  if (changed && PHASE_ANNOUNCEMENT[phase]) announce(PHASE_ANNOUNCEMENT[phase]);
+  el("live").hidden = !wantsLive(phase);
+  if (wantsLive(phase)) live.start(); else live.stop();
+  startTicker();
+}
+
+function drawWaiting() {
+  const position = state.snapshot ? state.snapshot.position : null;
+  setText("position", typeof position === "number" ? number(position) : "–");
+  setText("ahead", aheadText(position));
+  setProgress(progress(state.start, position));
+  let eta;
+  if (event.status === "PAUSED") eta = "Paused: no estimate until admission resumes.";
+  else if (event.status === "SOLD_OUT") eta = "No estimate: you move forward only if tickets come back.";
+  else {
+    const waitBeforeStart = Math.max(0, (Date.parse(event.sale_start) - Date.now()) / 1000);
+    eta = etaText(etaRange({
+      position, ratePerSecond: state.rate, batchSize: cfg.admission_batch_size,
+      intervalSeconds: cfg.admission_interval_seconds, waitBeforeStart,
+    }));
+  }
+  setText("eta", eta);
+  // Milestones only: a screen reader is not read every step of the line.
+  if (typeof position === "number" && position !== state.lastAnnounced
+      && (position <= 10 || position % 100 === 0 || state.lastAnnounced === null)) {
+    state.lastAnnounced = position;
+    announce("Your place in line: " + number(position) + ". " + aheadText(position));
+  }
+}
+
+function drawAdmitted(first) {
+  el("claim-button").disabled = false;
+  if (first) {
+    refreshEvent();
+    const choice = document.querySelector("#claim-form input[name=tier_id]:checked");
+    if (choice) choice.focus();
+  }
+}
+
+function drawClaim() {
+  const c = state.me && state.me.claim;
+  if (!c) return;
+  setText("claim-tier", c.tier_name);
+  setText("claim-quantity", String(c.quantity));
+  setText("claim-amount", money(c.amount, c.currency));
+  const p = state.me.payment;
+  setText("paying-status", p ? p.status_text + "." : "");
+  const resume = el("resume-payment");
+  resume.hidden = !(p && p.authorization_url);
+  if (p && p.authorization_url) resume.href = p.authorization_url;
+  el("pay-button").disabled = false;
+  el("release-button").disabled = false;
+}
+
+function drawConfirmed() {
+  const me = state.me;
+  const tickets = (me && me.tickets) || [];
+  renderTickets(tickets);
+  const c = me && me.claim;
+  setText("receipt", c && c.status === "CONFIRMED"
+    ? c.quantity + " × " + c.tier_name + ", " + money(c.amount, c.currency) + " paid"
+      + (me.payment ? " (reference " + me.payment.reference + ")." : ".")
+    : "");
+}
+
+// --- the clock: countdowns, and the waiting room opening by itself -------------------------
+
+function startTicker() {
+  if (!ticker) ticker = window.setInterval(tick, 1000);
+  tick();
+}
+
+function tick() {
+  const now = Date.now();
+  if (state.phase === "upcoming") {
+    const left = opensAt(event) - now;
+    setText("opens-countdown", untilText(left));
+    el("opens-countdown").setAttribute("aria-label", "Opens in " + untilWords(left));
+    if (left <= 0 && !state.lapsed) {
+      state.lapsed = true;
+      // The waiting room opened: switch by itself, no reload.
+      refreshEvent().then(() => {
+        setEventStatus(event.status, saleStateAt(event, Date.now()));
+        return refresh();
+      });
+    }
+  } else if (state.phase === "admitted" && state.admission) {
+    const left = (state.admission.expiresAt - now) / 1000;
+    setText("admission-countdown", clock(left));
+    if (left <= 0 && !state.lapsed) {
+      state.lapsed = true;
+      el("claim-button").disabled = true;
+      window.setTimeout(refresh, 6000);  // the admission tick expires it within seconds
+    }
+  } else if ((state.phase === "claim" || state.phase === "paying") && state.me && state.me.claim) {
+    const left = (Date.parse(state.me.claim.expires_at) - now) / 1000;
+    setText("claim-countdown", clock(left));
+    setText("paying-countdown", clock(left));
+    if (left <= 0 && !state.lapsed) {
+      state.lapsed = true;
+      el("pay-button").disabled = true;
+      window.setTimeout(refresh, 3000);  // expiry (or a payment in flight) decides
+    }
+  } else {
+    window.clearInterval(ticker);
+    ticker = null;
+  }
+}
+
+// --- pushes ------------------------------------------------------------------------------
+
+function onPush(message) {
+  const effect = pushEffect(message, state.phase);
+  if (typeof effect.rate === "number" && effect.rate > 0) state.rate = effect.rate;
+  if (effect.eventStatus) {
+    event.status = effect.eventStatus;
+    setEventStatus(event.status, saleStateAt(event, Date.now()));
+    if (state.phase === "waiting") drawWaiting();
+  }
+  if (effect.snapshot) {
+    const s = effect.snapshot;
+    if (s.status === "WAITING" && state.phase === "waiting") {
+      state.snapshot = { position: s.position, served: s.served };
+      trackStart(state.me && state.me.queue && state.me.queue.queue_entry_id, s.position);
+      drawWaiting();
+    } else if (s.status && s.status !== "WAITING" || state.phase !== "waiting") {
+      refresh();
+    }
+  }
+  if (effect.served !== undefined && state.phase === "waiting") {
+    const next = afterServed(state.snapshot, effect.served);
+    if (next.resync) live.ask();
+    else { state.snapshot = { position: next.position, served: next.served }; drawWaiting(); }
+  }
+  if (effect.admitted) {
+    state.admission = { token: effect.admitted.token, expiresAt: Date.parse(effect.admitted.expiresAt) };
+    render("admitted");
+  }
+  if (effect.refresh) refresh();
+}
+
+// --- actions -----------------------------------------------------------------------------
+
+async function join() {
+  const buttons = [el("join-button")];
+  setError("");
+  buttons.forEach((b) => busy(b, true, "Joining…"));
+  const r = await api("POST", API + "events/" + EVENT + "/queue/");
+  buttons.forEach((b) => busy(b, false, "Join the queue"));
+  if (r.ok || r.error.code === "already_in_queue" || r.error.code === "already_claimed") {
+    await refresh();
+    return;
+  }
+  if (r.status === 401) { render("signin"); setError("Please sign in again."); return; }
+  setError(errorText(r));
+}
+
+async function leave() {
+  const button = el("leave-button");
+  setError("");
+  busy(button, true, "Leaving…");
+  const r = await api("DELETE", API + "events/" + EVENT + "/queue/");
+  busy(button, false, "Leave the queue");
+  if (r.ok || r.error.code === "not_in_queue" || r.error.code === "invalid_transition") {
+    await refresh();
+    if (r.ok) announce("You left the queue.");
+    return;
+  }
+  setError(errorText(r));
+}
+
+function submitClaim(e) {
+  e.preventDefault();
+  if (!state.admission) return;
+  const tier = document.querySelector("#claim-form input[name=tier_id]:checked");
+  if (!tier) { setError("Choose a ticket tier."); return; }
+  const body = {
+    admission_token: state.admission.token,
+    tier_id: tier.value,
+    quantity: parseInt(el("quantity").value, 10),
+  };
+  const text = JSON.stringify(body);
+  if (!state.pendingClaim || state.pendingClaim.text !== text) state.pendingClaim = { text, key: newKey() };
+  sendClaim(body, 0);
+}
+
+async function sendClaim(body, attempt) {
+  const button = el("claim-button");
+  setError("");
+  busy(button, true, attempt ? "Busy, trying again…" : "Holding…");
+  const r = await api("POST", API + "events/" + EVENT + "/claims/", {
+    body, idempotencyKey: state.pendingClaim.key,
+  });
+  const code = r.error && r.error.code;
+  const retryable = r.status === 503 || code === "claim_in_progress" || code === "idempotency_in_progress";
+  if (!r.ok && retryable && attempt < 3) {
+    window.setTimeout(() => sendClaim(body, attempt + 1), (r.retryAfter || 1) * 1000);
+    return;
+  }
+  busy(button, false, "Hold these tickets");
+  // Only a lost answer (network, 5xx) may be replayed with the same key.
+  if (r.ok || (r.status !== 0 && r.status < 500)) state.pendingClaim = null;
+  if (r.ok || code === "already_claimed" || code === "admission_expired" || code === "admission_invalid") {
+    await refresh();
+    if (!r.ok && code !== "already_claimed") setNotice(r.error.message);
+    return;
+  }
+  if (code === "sold_out") {
+    setError("Those tickets just sold out. Choose another tier if one is left.");
+    refreshEvent();
+    return;
+  }
+  setError(errorText(r));
+}
+
+async function pay(attemptKey, attempt) {
+  const c = state.me && state.me.claim;
+  if (!c) return;
+  const button = el("pay-button");
+  // One key per click; an automatic retry of the same click reuses it. The
+  // API keeps one live payment per claim, so a second click cannot pay twice.
+  const key = attemptKey || newKey();
+  setError("");
+  busy(button, true, "Starting payment…");
+  const r = await api("POST", API + "claims/" + c.claim_id + "/payments/", { body: {}, idempotencyKey: key });
+  if (r.ok && r.data.authorization_url) {
+    button.textContent = "Opening checkout…";
+    window.location.assign(r.data.authorization_url);
+    return;
+  }
+  const code = r.error && r.error.code;
+  if (!r.ok && (r.status === 503 || code === "idempotency_in_progress") && attempt < 3) {
+    window.setTimeout(() => pay(key, attempt + 1), (r.retryAfter || 2) * 1000);
+    return;
+  }
+  busy(button, false, "Pay");
+  if (r.ok) { setError("The payment is still being set up. Try again in a few seconds."); return; }
+  if (code === "already_paid" || code === "claim_expired" || code === "claim_not_payable"
+      || code === "claim_not_found" || code === "payment_refused") {
+    await refresh();
+    setNotice(r.error.message);
+    return;
+  }
+  setError(errorText(r));
+}
+
+async function release() {
+  const c = state.me && state.me.claim;
+  if (!c) return;
+  if (!window.confirm("Release your tickets? They go back on sale and you lose your hold.")) return;
+  const button = el("release-button");
+  setError("");
+  busy(button, true, "Releasing…");
+  const r = await api("DELETE", API + "claims/" + c.claim_id + "/");
+  busy(button, false, "Release tickets");
+  if (r.ok || (r.error && r.error.code === "invalid_transition")) { await refresh(); return; }
+  setError(errorText(r));
+}
+
+// --- start ---------------------------------------------------------------------------------
+
+function start() {
+  el("join-button").addEventListener("click", join);
+  el("leave-button").addEventListener("click", leave);
+  el("claim-form").addEventListener("submit", submitClaim);
+  el("pay-button").addEventListener("click", () => pay(null, 0));
+  el("release-button").addEventListener("click", release);
+  el("check-payment").addEventListener("click", refresh);
+  el("opens-at").textContent = localDateTime(opensAt(event));
+  setEventStatus(event.status, saleStateAt(event, Date.now()));
+  // Back from the checkout page through the browser's cache: ask again.
+  window.addEventListener("pageshow", (e) => { if (e.persisted) refresh(); });
+  // Another tab signed out, or signed in: follow it.
+  window.addEventListener("storage", (e) => { if (e.key === "fq.session") refresh(); });
+  session.onEnd(() => { live.stop(); decide(null); });
+  refresh();
+}
+
+start();

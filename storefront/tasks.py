@@ -1,0 +1,35 @@
+"""Celery interface of the storefront (beat schedule: config/celery.py)."""
+
+from __future__ import annotations
+
+import smtplib
+
+from celery import shared_task
+
+from fairqueue.locks import single_flight, time_limits
+from storefront import services
+
+SWEEP_LOCK_TTL = 240.0
+
+
+@shared_task(
+    name="storefront.tasks.confirmation_email_send",
+    # SMTP refusals and network errors are worth another try; a template bug is not.
+    autoretry_for=(smtplib.SMTPException, OSError),
+    retry_backoff=15,
+    retry_backoff_max=900,
+    retry_jitter=True,
+    max_retries=12,
+)
+def confirmation_email_send(claim_id: str) -> str:
+    return services.confirmation_email_deliver(claim_id=claim_id)
+
+
+@shared_task(name="storefront.tasks.confirmation_emails_sweep", **time_limits(SWEEP_LOCK_TTL))
+@single_flight("confirmation_emails_sweep", ttl_s=SWEEP_LOCK_TTL)
+def confirmation_emails_sweep() -> int:
+    """Enqueue the confirmations whose first enqueue was lost."""
+    claim_ids = services.confirmations_unsent()
+    for claim_id in claim_ids:
+        confirmation_email_send.delay(str(claim_id))
+    return len(claim_ids)

@@ -1,0 +1,138 @@
+"""Checkout and callback URLs follow the host the customer used (or
+PUBLIC_BASE_URL), so a phone on the LAN can pay; help works without services;
+the API docs load nothing from elsewhere."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.utils import timezone
+
+from fairqueue.faults import InjectedFault, fault_armed
+from payments.models import Payment
+from payments.sandbox import SandboxServer
+from payments.services import payment_initialize, payments_reconcile
+from tests.support.factories import bearer
+from tests.support.payments import make_claim
+
+REPO = Path(__file__).resolve().parents[1]
+LAN_HOST = "192.168.1.20:8000"
+
+
+def start(api, claim, host: str):
+    return api.post(
+        f"/api/v1/claims/{claim.id}/payments/",
+        format="json",
+        HTTP_HOST=host,
+        **bearer(claim.customer),
+    )
+
+
+@pytest.mark.django_db
+def test_the_callback_follows_the_host_the_customer_used(api, sandbox, settings):
+    settings.PUBLIC_BASE_URL = ""
+    settings.ALLOWED_HOSTS = ["192.168.1.20", "localhost"]
+    claim = make_claim()
+
+    response = start(api, claim, LAN_HOST)
+
+    assert response.status_code == 201, response.json()
+    tx = sandbox.transaction(response.json()["reference"])
+    assert tx["callback_url"] == f"http://{LAN_HOST}/payments/return/"
+
+
+@pytest.mark.django_db
+def test_public_base_url_wins_when_set(api, sandbox, settings):
+    settings.PUBLIC_BASE_URL = "https://tickets.example.test/"
+    settings.ALLOWED_HOSTS = ["192.168.1.20"]
+    claim = make_claim()
+
+    response = start(api, claim, LAN_HOST)
+
+    tx = sandbox.transaction(response.json()["reference"])
+    assert tx["callback_url"] == "https://tickets.example.test/payments/return/"
+
+
+@pytest.mark.django_db
+def test_a_retried_initialize_keeps_the_customers_host(sandbox, settings):
+    settings.PUBLIC_BASE_URL = ""
+    settings.FAULT_HOOKS_ENABLED = True
+    claim = make_claim()
+    with fault_armed("payment.after_initializing"), pytest.raises(InjectedFault):
+        payment_initialize(
+            claim_id=claim.id, customer_id=claim.customer_id, base_url=f"http://{LAN_HOST}"
+        )
+    payment = Payment.objects.get(claim=claim)
+    Payment.objects.filter(pk=payment.pk).update(
+        created_at=timezone.now() - timedelta(hours=1),
+        next_check_at=timezone.now() - timedelta(seconds=1),
+    )
+
+    assert payments_reconcile() == {"initialize:pending": 1}
+
+    tx = sandbox.transaction(payment.reference)
+    assert tx["callback_url"] == f"http://{LAN_HOST}/payments/return/"
+
+
+def test_a_sandbox_on_every_interface_shows_its_checkout_on_the_customers_host():
+    everywhere = SandboxServer(host="0.0.0.0", port=0, secret_key="sk_test_x")  # noqa: S104
+    local = SandboxServer(host="127.0.0.1", port=0, secret_key="sk_test_x")
+    body = {"callback_url": f"http://{LAN_HOST}/payments/return/"}
+    try:
+        assert everywhere.app.checkout_base(body) == f"http://192.168.1.20:{everywhere.port}"
+        assert local.app.checkout_base(body) == f"http://127.0.0.1:{local.port}"
+    finally:
+        everywhere.httpd.server_close()
+        local.httpd.server_close()
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["--help"], ["help", "migrate"], ["migrate", "--help"], ["rebuild_redis", "-h"]]
+)
+def test_management_help_works_without_database_or_redis(argv):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    result = subprocess.run(  # noqa: S603 - our own manage.py
+        [sys.executable, str(REPO / "manage.py"), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout or "Available subcommands" in result.stdout
+
+
+def test_without_services_a_real_command_still_says_what_is_missing():
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    result = subprocess.run(  # noqa: S603 - our own manage.py
+        [sys.executable, str(REPO / "manage.py"), "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "DATABASE_URL is not set" in result.stderr
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/docs/", "/api/redoc/"])
+def test_the_api_docs_load_only_our_own_static_files(client, path):
+    response = client.get(path)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    urls = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert urls, html
+    assert all(url.startswith("/static/drf_spectacular_sidecar/") for url in urls), urls
+    for url in urls:  # each one is a static file we ship
+        assert finders.find(url.removeprefix("/static/")), url
