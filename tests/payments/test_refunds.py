@@ -145,6 +145,7 @@ def test_refunding_a_confirmed_payment_puts_its_tickets_back_on_sale(
     claim = make_claim(tier=tier, quantity=2)
     payment = paid(api, client, gateway, claim)
     assert reload(claim).status == ClaimStatus.CONFIRMED
+    assert claim.issued_tickets.filter(status="VALID").count() == 2
 
     with django_capture_on_commit_callbacks(execute=True):
         refund = payment_refund(payment_id=payment.pk, actor="staff:ada", reason="event moved")
@@ -154,6 +155,8 @@ def test_refunding_a_confirmed_payment_puts_its_tickets_back_on_sale(
     assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "refunded")
     assert held_tickets(claim) == 0
     assert Ticket.objects.filter(tier=tier, claim__isnull=True).count() == 3
+    # The tickets issued for the purchase no longer get anyone in.
+    assert sorted(claim.issued_tickets.values_list("status", flat=True)) == ["VOID", "VOID"]
     assert reload(payment).status == "REFUND_PENDING"
     settle(client, gateway, payment, "processed")
     assert reload(payment).status == "REFUNDED"
