@@ -18,6 +18,8 @@ def organizer_scope(request: HttpRequest, qs: QuerySet, organizer_path: str) -> 
     the model to the organizer's id (e.g. ``"event__organizer_id"``)."""
     if request.user.is_superuser:
         return qs
+    if not request.user.is_authenticated:
+        return qs.none()
     organizer_ids = list(request.user.organizers.values_list("id", flat=True))
     if organizer_ids:
         return qs.filter(**{f"{organizer_path}__in": organizer_ids})

@@ -174,7 +174,8 @@ def mismatch_reason(
 def backoff_seconds(*, base: int, checks: int, cap: int = 3600) -> int:
     """How long to wait before looking at a payment again after ``checks``
     inconclusive looks: base, 2 x base, 4 x base, ... capped."""
-    return min(cap, base * (2 ** min(max(checks, 0), 16)))
+    factor: int = 2 ** min(max(checks, 0), 16)
+    return min(cap, base * factor)
 
 
 class EventKind(StrEnum):

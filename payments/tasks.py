@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 from celery import shared_task
 from django.conf import settings
@@ -31,4 +32,4 @@ def paying_claims_expire() -> dict:
 def payment_refund_auto(payment_id: str) -> str:
     """Enqueued when a payment becomes REFUND_REQUIRED; reconciliation is
     the safety net when this never runs."""
-    return services.payment_refund_auto(payment_id=payment_id)
+    return services.payment_refund_auto(payment_id=uuid.UUID(payment_id))

@@ -43,7 +43,7 @@ def origin_allowed(origin: str | None) -> bool:
     if allowed:
         return "*" in allowed or origin.rstrip("/") in {o.rstrip("/") for o in allowed}
     host = urlsplit(origin).hostname
-    return bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
+    return bool(host and validate_host(host, settings.ALLOWED_HOSTS))
 
 
 def _header(scope: dict, name: bytes) -> str | None:

@@ -9,6 +9,8 @@ change goes through the API. Tickets: storefront/ticket_pages.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -30,7 +32,7 @@ from storefront.wording import PAYMENT_TEXT, words
 
 def event_list_page(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for event in events_public()[:200]:
         prices = [tier.price for tier in event.tiers.all()]
         rows.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -141,7 +142,7 @@ EVENT_EDITABLE_FIELDS = frozenset(
 
 
 @transaction.atomic
-def event_update(*, event_id: object, **changes: object) -> Event:
+def event_update(*, event_id: uuid.UUID | str, **changes: object) -> Event:
     """Edit an event's details. The sale window is validated as on creation;
     an ended event is frozen; the currency is fixed once sales opened."""
     unknown = sorted(set(changes) - EVENT_EDITABLE_FIELDS)
@@ -177,7 +178,7 @@ def event_update(*, event_id: object, **changes: object) -> Event:
 
 
 def _transition(
-    event_id: object, target: EventStatus, *, sources: list[str] | None = None
+    event_id: uuid.UUID | str, target: EventStatus, *, sources: list[str] | None = None
 ) -> Event:
     """Conditional update: only from a state that may move to ``target``
     (narrowed by ``sources`` when one action covers only some of them).
@@ -203,7 +204,7 @@ def _broadcast(event: Event, kind: str) -> None:
 
 
 @transaction.atomic
-def event_activate(*, event_id: object) -> Event:
+def event_activate(*, event_id: uuid.UUID | str) -> Event:
     event = Event.objects.filter(pk=event_id).first()
     if event is None:
         raise NotFound("No such event.")
@@ -219,21 +220,21 @@ def event_activate(*, event_id: object) -> Event:
 
 
 @transaction.atomic
-def event_pause(*, event_id: object) -> Event:
+def event_pause(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.PAUSED)
     _broadcast(event, "paused")
     return event
 
 
 @transaction.atomic
-def event_resume(*, event_id: object) -> Event:
+def event_resume(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.ACTIVE, sources=[EventStatus.PAUSED])
     _broadcast(event, "resumed")
     return event
 
 
 @transaction.atomic
-def event_end(*, event_id: object) -> Event:
+def event_end(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.ENDED)
     _broadcast(event, "ended")
 

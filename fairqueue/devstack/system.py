@@ -219,8 +219,9 @@ def wait_until_ready(
         for entry in pending:
             if procs[entry.name].poll() is not None:
                 raise StartupError(f"{entry.name} exited with code {procs[entry.name].returncode}")
-        if stack.dead() is not None:
-            raise StartupError(f"{stack.dead().name} died")
+        dead = stack.dead()
+        if dead is not None:
+            raise StartupError(f"{dead.name} died")
         pending = [
             e
             for e in pending

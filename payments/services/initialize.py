@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -153,7 +154,7 @@ def payment_open(
     return PaymentStart(payment, created=True)
 
 
-def _initialize_request(payment: Payment, *, callback: str | None = None) -> dict:
+def _initialize_request(payment: Payment, *, callback: str | None = None) -> dict[str, Any]:
     return {
         "email": payment.email,
         "amount": payment.amount,

@@ -8,6 +8,7 @@ together or not at all.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 P = PaymentStatus
 
 
-def payment_lock(*, payment_id: object) -> Payment:
+def payment_lock(*, payment_id: uuid.UUID | str) -> Payment:
     return Payment.objects.select_for_update().get(pk=payment_id)
 
 
@@ -53,7 +54,7 @@ def apply_success(
     never confirmed (invariant 7)."""
     if payment.status in SETTLED_STATUSES:
         return payment  # already settled: a repeat is a no-op
-    paid = {
+    paid: dict[str, Any] = {
         "paid_amount": amount if isinstance(amount, int) else None,
         "paid_currency": str(currency or "")[:3].upper(),
         "gateway_transaction_id": transaction_id[:64],

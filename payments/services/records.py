@@ -100,7 +100,7 @@ def first_check_seconds() -> float:
     one reconciliation interval after it started (a card declined at once is
     found then, without any webhook: Paystack sends none for a decline),
     then on the backoff from PAYMENT_STALE_SECONDS."""
-    return min(settings.PAYMENT_STALE_SECONDS, settings.RECONCILE_INTERVAL_SECONDS)
+    return float(min(settings.PAYMENT_STALE_SECONDS, settings.RECONCILE_INTERVAL_SECONDS))
 
 
 def lease_seconds() -> int:

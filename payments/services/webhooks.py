@@ -63,7 +63,8 @@ def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOut
     if not isinstance(payload, dict):
         raise MalformedWebhook()
     event = payload.get("event")
-    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    raw_data = payload.get("data")
+    data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
     if event not in HANDLED_EVENTS:
         logger.info("paystack webhook ignored: event=%s reference=%s", event, data.get("reference"))
         return WebhookOutcome.IGNORED
