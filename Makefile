@@ -48,9 +48,12 @@ browser:
 screenshots: $(STAMP) browser
 	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m fairqueue.devstack test -- pytest tests/browser -m slow
 
+# mypy's Django plugin imports the settings, which want both URLs; nothing connects.
 lint: $(STAMP)
 	$(VENV_PY) -m ruff check .
 	$(VENV)/bin/lint-imports
+	DATABASE_URL="$${DATABASE_URL:-postgres://unused@127.0.0.1:1/unused}" \
+		REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:1/0}" $(VENV)/bin/mypy
 
 # Embedded PostgreSQL and Redis only; prints the DATABASE_URL / REDIS_URL exports.
 services: $(STAMP)
@@ -62,7 +65,7 @@ clean:
 		echo "The embedded PostgreSQL in .fairqueue/pg is running: stop make run / make services first." >&2; \
 		exit 1; \
 	fi
-	rm -rf .fairqueue .pytest_cache .ruff_cache build staticfiles *.egg-info
+	rm -rf .fairqueue .pytest_cache .ruff_cache .mypy_cache build staticfiles *.egg-info
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
 $(STAMP): pyproject.toml

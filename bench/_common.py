@@ -136,9 +136,11 @@ class Api:
         *,
         concurrency: int,
         timeout: float = 30.0,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.session = session
         self.base = base_url.rstrip("/")
+        self.headers = dict(headers or {})  # sent with every call (e.g. the sandbox's token)
         self.rec = recorder
         self.sem = asyncio.Semaphore(concurrency)
         self.timeout = aiohttp.ClientTimeout(total=timeout)
@@ -153,7 +155,7 @@ class Api:
         body: Any = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any, dict[str, str]]:
-        hdrs = dict(headers or {})
+        hdrs = {**self.headers, **(headers or {})}
         if token:
             hdrs["Authorization"] = f"Bearer {token}"
         full = url if url.startswith("http") else f"{self.base}{url}"

@@ -389,6 +389,10 @@ class Sale:
         if not await self._sandbox_pay(reference, outcome, send_webhook=not hold):
             c.outcome = "sandbox_pay_failed"
             return
+        if outcome == "failed":
+            # A decline sends no webhook (as with Paystack): the browser's
+            # return to the callback page is what finds it.
+            await self.buy.call("payment_return", "GET", f"/payments/return/?reference={reference}")
         if hold:
             self.held_references.append(reference)
         final = await self._watch_claim(c, claim_id, timeout=self.cfg.claim_ttl + 120)

@@ -137,6 +137,7 @@ class LocalStack:
         env["PAYSTACK_BASE_URL"] = f"http://127.0.0.1:{env['SANDBOX_PORT']}"
         env["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{env['PORT']}"
         env["SANDBOX_WEBHOOK_URL"] = f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
+        env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
         env["WEB_CONCURRENCY"] = str(self.web_workers)
         env.update({**BENCH_STACK_ENV, **self.env_overrides})
         production_env(env)

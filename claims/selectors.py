@@ -16,7 +16,7 @@ from fairqueue.snapshots import SnapshotCache
 from queueing.services import JoinBar
 
 
-def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
+def claim_get_for_customer(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Claim:
     """The customer's own claim; someone else's is as unknown as a missing one."""
     claim = Claim.objects.filter(pk=claim_id, customer_id=customer_id).first()
     if claim is None:
@@ -24,7 +24,7 @@ def claim_get_for_customer(*, claim_id: object, customer_id: object) -> Claim:
     return claim
 
 
-def already_claimed(*, event_id: object, customer_id: object) -> Conflict:
+def already_claimed(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Conflict:
     """The already_claimed error, naming the claim that holds the tickets, so
     a customer who lost its id (a reload, an answer lost to a dropped
     connection) can find it again with ``GET claims/{id}/``."""
@@ -59,7 +59,7 @@ def join_bar() -> JoinBar:
     )
 
 
-def customer_holds_purchase(*, event_id: object, customer_id: object) -> bool:
+def customer_holds_purchase(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> bool:
     """Invariant 6: a CLAIMED or CONFIRMED claim for the event."""
     return Claim.objects.filter(
         event_id=event_id, customer_id=customer_id, status__in=HOLDING_STATUSES
@@ -80,7 +80,7 @@ class TierSnapshot:
     max_tickets_per_customer: int
 
 
-def _load_tier(tier_id: object) -> TierSnapshot | None:
+def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
     row = (
         TicketTier.objects.filter(pk=tier_id)
         .values_list(
@@ -101,7 +101,7 @@ def _load_tier(tier_id: object) -> TierSnapshot | None:
 _tiers = SnapshotCache(_load_tier, ttl_setting="CLAIMS_TIER_CACHE_SECONDS")
 
 
-def tier_snapshot(*, tier_id: object) -> TierSnapshot | None:
+def tier_snapshot(*, tier_id: uuid.UUID | str) -> TierSnapshot | None:
     """The tier and its event (None when unknown), cached per process for
     ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path does not
     read them every time. A stale answer cannot sell what is not there: the
@@ -113,7 +113,7 @@ def tier_snapshot_forget() -> None:
     _tiers.forget()
 
 
-def tier_tickets_held(*, tier_id: object) -> int:
+def tier_tickets_held(*, tier_id: uuid.UUID) -> int:
     """Tickets in CLAIMED and CONFIRMED claims of a tier, counted from the
     claims themselves (not from the ticket rows): what invariant 1 bounds."""
     total = Claim.objects.filter(tier_id=tier_id, status__in=HOLDING_STATUSES).aggregate(
@@ -122,7 +122,7 @@ def tier_tickets_held(*, tier_id: object) -> int:
     return int(total or 0)
 
 
-def claims_open_count(*, event_id: object) -> int:
+def claims_open_count(*, event_id: uuid.UUID | str) -> int:
     return Claim.objects.filter(event_id=event_id, status=ClaimStatus.CLAIMED).count()
 
 
@@ -133,7 +133,7 @@ class TierTicketCounts:
     free: int
 
 
-def tier_ticket_counts(*, event_id: object) -> dict[uuid.UUID, TierTicketCounts]:
+def tier_ticket_counts(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, TierTicketCounts]:
     """Postgres truth per tier, in one query (the organizer's live numbers)."""
     rows = (
         TicketTier.objects.filter(event_id=event_id)

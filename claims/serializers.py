@@ -48,7 +48,7 @@ class ReleaseReasonField(serializers.ChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=choices(ReleaseReason), allow_null=True, **kwargs)
 
-    def to_representation(self, value: str) -> str | None:
+    def to_representation(self, value: str) -> str | None:  # type: ignore[override]  # null, not ""
         return value or None
 
 

@@ -290,6 +290,16 @@ PAYSTACK_TIMEOUT_SECONDS = env.float("PAYSTACK_TIMEOUT_SECONDS", default=10.0)
 PAYSTACK_MAX_ATTEMPTS = env.int("PAYSTACK_MAX_ATTEMPTS", default=3)
 PAYSTACK_RETRY_BASE_SECONDS = env.float("PAYSTACK_RETRY_BASE_SECONDS", default=0.25)
 PAYMENT_STALE_SECONDS = env.int("PAYMENT_STALE_SECONDS", default=120)
+# A payment the gateway keeps in a non-final status (ongoing, pending,
+# processing, queued) holds its claim's tickets past the claim's expiry for at
+# most this long; then the claim is released, the payment stays under watch
+# and staff are alerted (docs/PAYMENTS.md, "Non-final statuses").
+PAYMENT_IN_PROGRESS_MAX_SECONDS = env.int("PAYMENT_IN_PROGRESS_MAX_SECONDS", default=1800)
+# The payment return page asks the gateway at most this often per payment.
+PAYMENT_RETURN_VERIFY_SECONDS = env.float("PAYMENT_RETURN_VERIFY_SECONDS", default=3.0)
+# REFUND_REQUIRED payments are refunded through the gateway's Refund API
+# without waiting for staff.
+PAYSTACK_AUTO_REFUND = env.bool("PAYSTACK_AUTO_REFUND", default=True)
 # Test-only hooks that make a process fail at an exact line (e.g. between the
 # Postgres commit and the Redis write). Never enabled in production.
 FAULT_HOOKS_ENABLED = env.bool("FAULT_HOOKS_ENABLED", default=False)

@@ -83,13 +83,15 @@ def holder_rows(orders: QuerySet[Claim]) -> Iterator[list]:
         .order_by("tier__event__name", "tier__name", "claim__confirmed_at", "id")
     )
     for ticket in tickets.iterator(chunk_size=2000):
+        claim = ticket.claim
+        assert claim is not None  # only tickets of confirmed orders
         yield [
             ticket.pk,
             ticket.tier.event.name,
             ticket.tier.name,
-            ticket.claim.customer.email,
+            claim.customer.email,
             ticket.claim_id,
-            ticket.claim.confirmed_at.isoformat() if ticket.claim.confirmed_at else "",
+            claim.confirmed_at.isoformat() if claim.confirmed_at else "",
         ]
 
 

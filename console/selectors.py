@@ -10,6 +10,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
@@ -145,7 +146,8 @@ def payments_attention(event_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, 
         .order_by()
     )
     for row in rows:
-        result[row["claim__event_id"]] = {r: int(row[r]) for r in ATTENTION_REASONS}
+        counts: dict[str, Any] = dict(row)
+        result[row["claim__event_id"]] = {r: int(counts[r]) for r in ATTENTION_REASONS}
     return result
 
 
@@ -167,7 +169,7 @@ def payment_totals(event_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str, str
         .order_by()
     ):
         totals[(row["claim__event_id"], PaymentStatus.INITIALIZING.value, "customer")] += row["n"]
-    for row in (
+    for change in (
         PaymentEvent.objects.filter(
             payment__claim__event_id__in=event_ids, kind=EventKind.STATE_CHANGE
         )
@@ -175,8 +177,8 @@ def payment_totals(event_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str, str
         .annotate(n=Count("id"))
         .order_by()
     ):
-        key = (row["payment__claim__event_id"], row["to_status"], _actor(row["actor"]))
-        totals[key] += row["n"]
+        key = (change["payment__claim__event_id"], change["to_status"], _actor(change["actor"]))
+        totals[key] += change["n"]
     return dict(totals)
 
 

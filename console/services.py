@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 from django.db import transaction
 
@@ -19,13 +20,13 @@ from queueing.services import queue_rebuild
 logger = logging.getLogger(__name__)
 
 
-def redis_rebuild(*, event_id: uuid.UUID | str | None = None) -> dict[str, dict]:
+def redis_rebuild(*, event_id: uuid.UUID | str | None = None) -> dict[str, dict[str, Any]]:
     """For every live event (or one): inventory counters to Postgres truth,
     waiting and admitted sets back where missing, in their exact order."""
     events = events_live()
     if event_id is not None:
         events = events.filter(pk=event_id)
-    report = {}
+    report: dict[str, dict[str, Any]] = {}
     for event in events:
         healed = inventory_sync_event(event_id=event.pk)
         queue = queue_rebuild(event_id=event.pk)

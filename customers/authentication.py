@@ -42,4 +42,7 @@ class IsCustomer(permissions.BasePermission):
 
 
 def customer_of(request: Request) -> CustomerPrincipal:
-    return request.user  # type: ignore[return-value]
+    """The signed-in customer (the view's IsCustomer permission ran first)."""
+    if not isinstance(request.user, CustomerPrincipal):
+        raise Unauthenticated()
+    return request.user

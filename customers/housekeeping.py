@@ -21,7 +21,7 @@ BATCH = 5_000  # rows per DELETE: short transactions, no long lock on a busy tab
 def _delete_in_batches(queryset: QuerySet[Model]) -> int:
     deleted = 0
     while ids := list(queryset.values_list("pk", flat=True)[:BATCH]):
-        count, _ = queryset.model.objects.filter(pk__in=ids).delete()
+        count, _ = queryset.model._default_manager.filter(pk__in=ids).delete()
         deleted += count
     return deleted
 

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import time
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -30,6 +31,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from customers.authentication import customer_of
 from customers.models import IdempotencyKey
 from fairqueue.errors import (
     AppError,
@@ -84,7 +86,7 @@ def idempotent(scope: str) -> Callable:
             return idempotent_response(
                 scope=scope,
                 key=key,
-                customer_id=request.user.pk,
+                customer_id=customer_of(request).pk,
                 fingerprint=request_fingerprint(request),
                 run=lambda: handler(view, request, *args, **kwargs),
                 context={"view": view, "request": request},
@@ -99,7 +101,7 @@ def idempotent_response(
     *,
     scope: str,
     key: str,
-    customer_id: object,
+    customer_id: uuid.UUID | str,
     fingerprint: str,
     run: Callable[[], Response],
     context: dict[str, Any],
@@ -134,7 +136,7 @@ def idempotent_response(
 
 
 def _claim_key(
-    *, scope: str, key: str, customer_id: object, fp: str
+    *, scope: str, key: str, customer_id: uuid.UUID | str, fp: str
 ) -> tuple[IdempotencyKey, bool]:
     """Insert the key row in its own (sub)transaction: the winner owns the
     key. Returns (row, owner); the row may be gone again (a freed key)."""
@@ -148,10 +150,10 @@ def _claim_key(
         constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
         if constraint != _UNIQUE:
             raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
-    row = IdempotencyKey.objects.filter(customer_id=customer_id, scope=scope, key=key).first()
-    if row is None:  # freed by its owner in between: try to own it
+    existing = IdempotencyKey.objects.filter(customer_id=customer_id, scope=scope, key=key).first()
+    if existing is None:  # freed by its owner in between: try to own it
         return _claim_key(scope=scope, key=key, customer_id=customer_id, fp=fp)
-    return row, False
+    return existing, False
 
 
 def _take_over_if_stale(row: IdempotencyKey) -> bool:
@@ -169,7 +171,9 @@ def _run_as_owner(
     try:
         response = run()
     except AppError as exc:
-        response = exception_handler(exc, context)
+        handled = exception_handler(exc, context)
+        assert handled is not None  # an AppError always becomes its envelope
+        response = handled
     except BaseException:
         IdempotencyKey.objects.filter(pk=row.pk, response_status__isnull=True).delete()
         raise

@@ -12,6 +12,7 @@ superuser); anyone else is refused, whatever their staff flag.
 
 from __future__ import annotations
 
+import uuid
 from importlib import import_module
 from typing import Any
 
@@ -42,7 +43,7 @@ class OrganizerSessionAuthentication(SessionAuthentication):
         return 'Session realm="admin"'
 
 
-def organizer_runs_event(*, user: Any, event_id: object) -> bool:
+def organizer_runs_event(*, user: Any, event_id: uuid.UUID | str) -> bool:
     """An active member of the event's organizer, or a superuser."""
     if not getattr(user, "is_active", False):
         return False

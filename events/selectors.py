@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import QuerySet
 
 from events.domain import EventStatus
@@ -14,7 +16,7 @@ def events_public() -> QuerySet[Event]:
     return Event.objects.exclude(status=EventStatus.DRAFT).prefetch_related("tiers")
 
 
-def event_public_get(*, event_id: object) -> Event:
+def event_public_get(*, event_id: uuid.UUID | str) -> Event:
     event = events_public().filter(pk=event_id).first()
     if event is None:
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)

@@ -33,5 +33,7 @@ def organizer_scope(request: HttpRequest, qs: QuerySet, organizer_path: str) -> 
     user = request.user
     if is_platform_staff(user):
         return qs
+    if not user.is_authenticated:
+        return qs.none()
     organizer_ids = list(user.organizers.values_list("id", flat=True))  # type: ignore[union-attr]
     return qs.filter(**{f"{organizer_path}__in": organizer_ids})

@@ -86,8 +86,9 @@ class ErrorCode(StrEnum):
     # Payments.
     PAYMENT_NOT_FOUND = "payment_not_found"
     ALREADY_PAID = "already_paid"
-    PAYMENT_REFUSED = "payment_refused"
     GATEWAY_UNAVAILABLE = "gateway_unavailable"
+    # The gateway refused our merchant account: the buyer's claim is kept.
+    PAYMENTS_UNAVAILABLE = "payments_unavailable"
     INVALID_SIGNATURE = "invalid_signature"
 
 
@@ -232,16 +233,21 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if isinstance(exc, klass):
             status, code = mapped_status, mapped_code
             break
+    details: dict[str, Any]
     if isinstance(exc, drf.ValidationError):
         message, details = "The request body is not valid.", {"fields": exc.detail}
     else:
         message, details = str(exc.detail), {}
-    if isinstance(exc, drf.Throttled) and exc.wait is not None:
-        retry_after = max(1, int(exc.wait + 0.999))
+    # Neither attribute is in the DRF stubs: Throttled.wait, and the
+    # WWW-Authenticate value APIView.handle_exception sets on the exception.
+    wait: float | None = getattr(exc, "wait", None)
+    if isinstance(exc, drf.Throttled) and wait is not None:
+        retry_after = max(1, int(wait + 0.999))
         headers["Retry-After"] = str(retry_after)
         details = {"retry_after": retry_after}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
+    auth_header: str | None = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
     return Response(_envelope(code, message, details), status=status, headers=headers)
 
 

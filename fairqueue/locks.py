@@ -136,7 +136,7 @@ def release_token(key: str, token: str) -> None:
     by redis-py's own owner-checked release."""
     lock = _lock(key, 1)
     try:
-        lock.do_release(token.encode() if isinstance(token, str) else token)
+        lock.do_release(token)
     except redis.exceptions.LockError:
         pass  # expired, or taken by someone else since: not ours to release
     except redis.RedisError:
@@ -204,7 +204,7 @@ def single_flight(name: str, *, ttl_s: float) -> Callable[[Callable[P, T]], Call
                     return SKIPPED
                 return fn(*args, **kwargs)
 
-        run.lock_ttl_s = ttl_s  # type: ignore[attr-defined]  (read by the time-limit test)
+        run.lock_ttl_s = ttl_s  # type: ignore[attr-defined]  # read by the time-limit test
         return run
 
     return decorate

@@ -33,7 +33,7 @@ class PagesOnly:
     def __call__(self, request: HttpRequest) -> Any:
         if is_api(request):
             return self.get_response(request)  # a coroutine when Django runs async
-        return super().__call__(request)  # type: ignore[misc]
+        return super().__call__(request)  # type: ignore[misc]  # MiddlewareMixin's, mixed in
 
     def process_view(self, request: HttpRequest, *args: Any) -> Any:
         if is_api(request):

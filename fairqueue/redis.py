@@ -58,6 +58,12 @@ def get_redis() -> redis.Redis:
     return _client
 
 
+def text(value: str | bytes) -> str:
+    """A reply as text. The shared client decodes replies (``decode_responses``),
+    which redis-py's types cannot know; a client made without it gives bytes."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def event_key(event_id: Any, *parts: Any) -> str:
     """``fq:{<event_id>}:part:part`` - all keys of one event in one hash slot."""
     return ":".join(["fq", f"{{{event_id}}}", *map(str, parts)])

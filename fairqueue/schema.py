@@ -111,7 +111,8 @@ def envelope_components() -> tuple[dict[str, str], dict[str, Any]]:
     """The envelope's ``$ref`` and its component schemas, made from
     ``ErrorEnvelopeSerializer`` as a view's ``responses=`` would make them."""
     view = APIView()
-    view.request, view.format_kwarg = None, None
+    view.request = None  # type: ignore[assignment]  # made outside any request, like spectacular's
+    view.format_kwarg = None
     auto = AutoSchema()
     auto.view, auto.registry, auto.method, auto.path = view, ComponentRegistry(), "GET", "/"
     ref = auto.resolve_serializer(ErrorEnvelopeSerializer, "response").ref

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -20,13 +21,13 @@ MAX_ENTRIES = 10_000
 
 
 class SnapshotCache(Generic[T]):
-    def __init__(self, load: Callable[[object], T | None], *, ttl_setting: str) -> None:
+    def __init__(self, load: Callable[[uuid.UUID | str], T | None], *, ttl_setting: str) -> None:
         self._load = load
         self._ttl_setting = ttl_setting
         self._entries: dict[str, tuple[float, T | None]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: object) -> T | None:
+    def get(self, key: uuid.UUID | str) -> T | None:
         name, now = str(key), time.monotonic()
         cached = self._entries.get(name)
         if cached is not None and cached[0] > now:
@@ -39,7 +40,7 @@ class SnapshotCache(Generic[T]):
             self._entries[name] = (now + ttl, value)
         return value
 
-    def forget(self, key: object | None = None) -> None:
+    def forget(self, key: uuid.UUID | str | None = None) -> None:
         """One entry, or all of them."""
         with self._lock:
             if key is None:

@@ -28,23 +28,23 @@ def free_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
     return dict(rows)
 
 
-def tier_free_tickets(*, tier_id: object) -> int:
+def tier_free_tickets(*, tier_id: uuid.UUID) -> int:
     """Unheld ticket rows of a tier, including rows an in-flight claim has
     locked but not committed yet."""
     return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True).count()
 
 
-def tier_held_tickets(*, tier_id: object) -> int:
+def tier_held_tickets(*, tier_id: uuid.UUID) -> int:
     """Ticket rows of a tier held by a claim (CLAIMED or CONFIRMED)."""
     return Ticket.objects.filter(tier_id=tier_id, claim__isnull=False).count()
 
 
-def event_has_free_ticket(*, event_id: object) -> bool:
+def event_has_free_ticket(*, event_id: uuid.UUID | str) -> bool:
     """Postgres truth: any tier of the event still has an unheld ticket."""
     return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).exists()
 
 
-def event_free_tickets(*, event_id: object) -> int:
+def event_free_tickets(*, event_id: uuid.UUID | str) -> int:
     return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).count()
 
 
@@ -55,9 +55,7 @@ def available_tickets(*, event_id: uuid.UUID | str, tier_ids: list[object]) -> d
         counts = inventory_store().available(event_id=event_id, tier_ids=tier_ids)
     except redis.RedisError:
         counts = {str(t): None for t in tier_ids}
-    if any(v is None for v in counts.values()):
-        truth = free_tickets_by_tier(event_id=event_id)
-        counts = {
-            t: (v if v is not None else truth.get(uuid.UUID(t), 0)) for t, v in counts.items()
-        }
-    return {t: max(0, v) for t, v in counts.items()}
+    truth = free_tickets_by_tier(event_id=event_id) if None in counts.values() else {}
+    return {
+        t: max(0, v if v is not None else truth.get(uuid.UUID(t), 0)) for t, v in counts.items()
+    }

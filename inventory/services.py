@@ -44,13 +44,16 @@ class ShortOfTickets(Exception):
     """Fewer free rows could be taken than asked for: roll the claim back."""
 
 
-def tickets_take(*, tier_id: object, claim_id: object, quantity: int, skip_locked: bool) -> int:
+def tickets_take(
+    *, tier_id: uuid.UUID, claim_id: uuid.UUID, quantity: int, skip_locked: bool
+) -> int:
     """Give up to ``quantity`` free tickets of the tier to an existing claim;
     returns how many it got. Must run inside the claim's transaction."""
     sql = _TAKE_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, [tier_id, quantity, claim_id])
-        return cursor.rowcount
+        taken: int = cursor.rowcount
+    return taken
 
 
 def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, int]:
@@ -68,7 +71,7 @@ def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, int]:
     return freed
 
 
-def tickets_provision(*, tier_id: object, inventory: int) -> None:
+def tickets_provision(*, tier_id: uuid.UUID, inventory: int) -> None:
     """Make a tier's ticket rows number ``inventory``. Only free tickets can be
     removed; an inventory below what is already held is refused. The caller
     holds the tier's row lock (two saves must not both add the difference)."""
@@ -146,8 +149,7 @@ def inventory_sync_event(
             heal(kind)
             logger.log(
                 logging.INFO if previous < 0 else logging.WARNING,
-                "inventory %s event=%s tier=%s postgres_free=%s "
-                "redis_before=%s redis_after=%s",
+                "inventory %s event=%s tier=%s postgres_free=%s redis_before=%s redis_after=%s",
                 kind,
                 event_id,
                 tier_id,

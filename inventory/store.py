@@ -15,8 +15,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from fairqueue.redis import RedisStore, event_key, required
+from fairqueue.redis import RedisStore, event_key, required, text
 
 # A reservation older than this is from a process that died mid-claim. A claim
 # holds its reservation for one short Postgres transaction, so this is far
@@ -112,7 +113,10 @@ class InventoryStore(RedisStore):
 
     def inflight(self, *, event_id: object, tier_id: object) -> list[str]:
         """Members (``<reservation id>:<quantity>``) of the in-flight set."""
-        return list(self.r.zrange(self.inflight_key(event_id, tier_id), 0, -1))
+        members = cast(
+            list[str | bytes], self.r.zrange(self.inflight_key(event_id, tier_id), 0, -1)
+        )
+        return [text(m) for m in members]
 
     def sync(
         self,
@@ -132,11 +136,9 @@ class InventoryStore(RedisStore):
         return int(previous), int(new)
 
     def available(self, *, event_id: object, tier_ids: Iterable[object]) -> dict[str, int | None]:
-        tier_ids = [str(t) for t in tier_ids]
-        values = self.r.mget([self.counter_key(event_id, t) for t in tier_ids]) if tier_ids else []
-        return {
-            t: (int(v) if v is not None else None) for t, v in zip(tier_ids, values, strict=True)
-        }
+        ids = [str(t) for t in tier_ids]
+        values = self.r.mget([self.counter_key(event_id, t) for t in ids]) if ids else []
+        return {t: (int(v) if v is not None else None) for t, v in zip(ids, values, strict=True)}
 
     @required
     def tier_snapshot(
@@ -145,20 +147,18 @@ class InventoryStore(RedisStore):
         """Counter and reservations in flight of each tier, read in one
         MULTI (the keys share the event's hash slot): what the invariant
         check compares with Postgres."""
-        tier_ids = [str(t) for t in tier_ids]
+        ids = [str(t) for t in tier_ids]
         pipe = self.r.pipeline(transaction=True)
-        for tier_id in tier_ids:
+        for tier_id in ids:
             pipe.get(self.counter_key(event_id, tier_id))
             pipe.zrange(self.inflight_key(event_id, tier_id), 0, -1)
-        replies = pipe.execute() if tier_ids else []
+        replies = pipe.execute() if ids else []
         return {
             tier_id: TierSnapshot(
                 counter=int(counter) if counter is not None else None,
                 in_flight=sum(int(m.rsplit(":", 1)[1]) for m in members),
             )
-            for tier_id, counter, members in zip(
-                tier_ids, replies[0::2], replies[1::2], strict=True
-            )
+            for tier_id, counter, members in zip(ids, replies[0::2], replies[1::2], strict=True)
         }
 
 

@@ -1,6 +1,8 @@
 """The payments REST interface and the gateway's webhook: parse, call one
 service, shape the answer."""
 
+import uuid
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -42,12 +44,15 @@ class ClaimPaymentView(APIView):
                 "validation_error (the body is not an empty object), "
                 "invalid_idempotency_key or idempotency_mismatch."
             ),
-            502: error("payment_refused: the gateway refused; the claim was released."),
-            503: error("gateway_unavailable or busy: retry after Retry-After."),
+            503: error(
+                "gateway_unavailable (the gateway did not answer), payments_unavailable "
+                "(the gateway refused our merchant account: the claim stays held and gets "
+                "the time back) or busy: retry after Retry-After."
+            ),
         },
     )
     @idempotent("payments.create")
-    def post(self, request: Request, claim_id: str) -> Response:
+    def post(self, request: Request, claim_id: uuid.UUID) -> Response:
         parse(PaymentCreateIn, request.data)  # no body: {}
         start = payment_initialize(
             claim_id=claim_id,
@@ -67,7 +72,7 @@ class PaymentDetailView(APIView):
         operation_id="payment_detail",
         responses={200: PaymentOut, 404: error("payment_not_found")},
     )
-    def get(self, request: Request, payment_id: str) -> Response:
+    def get(self, request: Request, payment_id: uuid.UUID) -> Response:
         payment = payment_get_for_customer(
             payment_id=payment_id, customer_id=customer_of(request).id
         )

@@ -48,7 +48,7 @@ def origin_allowed(origin: str | None) -> bool:
     if allowed:
         return "*" in allowed or origin.rstrip("/") in {o.rstrip("/") for o in allowed}
     host = urlsplit(origin).hostname
-    return bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
+    return bool(host and validate_host(host, settings.ALLOWED_HOSTS))
 
 
 def _ticket(scope: dict) -> str:

@@ -31,7 +31,7 @@ class EventSnapshot:
     admission_batch_size: int
 
 
-def _load_event(event_id: object) -> EventSnapshot | None:
+def _load_event(event_id: uuid.UUID | str) -> EventSnapshot | None:
     row = (
         Event.objects.filter(pk=event_id)
         .values_list(
@@ -59,7 +59,7 @@ def fallback_rate(*, batch_size: int) -> float:
     return batch_size / settings.ADMISSION_INTERVAL_SECONDS
 
 
-def entry_live(*, event_id: object, customer_id: object) -> QueueEntry | None:
+def entry_live(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> QueueEntry | None:
     return (
         QueueEntry.objects.filter(event_id=event_id, customer_id=customer_id)
         .filter(status__in=LIVE_STATUSES)
@@ -67,7 +67,7 @@ def entry_live(*, event_id: object, customer_id: object) -> QueueEntry | None:
     )
 
 
-def entry_latest(*, event_id: object, customer_id: object) -> QueueEntry | None:
+def entry_latest(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> QueueEntry | None:
     """The live entry, else the most recent finished one."""
     live = entry_live(event_id=event_id, customer_id=customer_id)
     if live is not None:
@@ -90,7 +90,7 @@ def waiting_rank(*, entry: QueueEntry) -> int:
     )
 
 
-def waiting_count(*, event_id: object) -> int:
+def waiting_count(*, event_id: uuid.UUID | str) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.WAITING).count()
 
 

@@ -56,7 +56,7 @@ def position_body(result: PositionResult) -> dict:
         "eta_seconds": result.eta_seconds,
         "served": result.served,
     }
-    if result.admission_token:
+    if result.admission_token and result.admission_expires_at:
         body["admission_token"] = result.admission_token
         body["admission_expires_at"] = result.admission_expires_at.isoformat()
     return body

@@ -20,10 +20,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import redis
 
-from fairqueue.redis import RedisStore, best_effort, event_key, required
+from fairqueue.redis import RedisStore, best_effort, event_key, required, text
 
 REBUILD_BATCH = 10_000
 
@@ -44,11 +45,11 @@ class PositionAnswer:
     waiting_exists: bool
 
 
-def _float(value: str | None) -> float | None:
+def _float(value: str | bytes | None) -> float | None:
     return float(value) if value is not None else None
 
 
-def _int(value: str | None) -> int | None:
+def _int(value: str | bytes | None) -> int | None:
     return int(value) if value is not None else None
 
 
@@ -168,7 +169,7 @@ class QueueStore(RedisStore):
         """When the event's last admission tick ran (ms), from its newest
         rate sample; None when unknown (never ticked, or Redis wiped/down)."""
         newest = self.r.lindex(self.ticks_key(event_id), 0)
-        return int(newest.split(":", 1)[0]) if newest else None
+        return int(text(newest).split(":", 1)[0]) if newest else None
 
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
         return bool(self.r.exists(self.shuffled_key(event_id)))
@@ -224,8 +225,8 @@ class QueueStore(RedisStore):
         cursor = 0
         while True:
             cursor, chunk = self.r.zscan(key, cursor=cursor, count=REBUILD_BATCH)
-            if chunk:
-                yield [member for member, _ in chunk]
+            if chunk:  # (member, score) pairs
+                yield [text(member) for member, _ in cast(list[tuple[str | bytes, float]], chunk)]
             if cursor == 0:
                 return
 
@@ -233,8 +234,12 @@ class QueueStore(RedisStore):
     def members_page(self, *, key: str, start: int, count: int) -> list[tuple[str, int]]:
         """(member, score) of one page of a sorted set, in its order (the
         invariant check walks the waiting line this way)."""
-        page = self.r.zrange(key, start, start + count - 1, withscores=True)
-        return [(member, int(score)) for member, score in page]
+        # WITHSCORES: pairs, which redis-py's return type (one for every flag) cannot say.
+        page = cast(
+            list[tuple[str | bytes, float]],
+            self.r.zrange(key, start, start + count - 1, withscores=True),
+        )
+        return [(text(member), int(score)) for member, score in page]
 
     def remove_many(self, *, key: str, members: list[str]) -> int:
         removed = 0

@@ -81,7 +81,9 @@ def admission_tokens_issue(
     return tokens
 
 
-def admission_token_read(*, token: str, event_id: uuid.UUID, customer_id: uuid.UUID) -> Admission:
+def admission_token_read(
+    *, token: str, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
+) -> Admission:
     """Signature, audience, expiry, event and customer. Whether the entry is
     still admitted is the caller's second check."""
     try:

@@ -63,7 +63,7 @@ class QueueView(HotPathView):
             503: error("challenge_unavailable or busy: retry shortly."),
         },
     )
-    def post(self, request: Request, event_id: str) -> Response:
+    def post(self, request: Request, event_id: str) -> HttpResponse:
         challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
         result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
         return _json(joined_body(result), status=201)
@@ -91,7 +91,7 @@ class QueuePositionView(HotPathView):
             404: error("event_not_found or not_in_queue"),
         },
     )
-    def get(self, request: Request, event_id: str) -> Response:
+    def get(self, request: Request, event_id: str) -> HttpResponse:
         result = queue_position(event_id=event_id, customer_id=customer_of(request).id)
         return _json(position_body(result))
 

@@ -4,6 +4,7 @@ a refresh, in a new tab or on another device."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.urls import reverse
@@ -22,7 +23,7 @@ from storefront.selectors import (
 from storefront.wording import CLAIM_TEXT, PAYMENT_TEXT, RELEASE_TEXT, TICKET_TEXT, words
 
 
-def _queue(event_id: object, customer_id: object) -> dict[str, Any] | None:
+def _queue(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> dict[str, Any] | None:
     try:
         result = queue_position(event_id=event_id, customer_id=customer_id)
     except NotFound as exc:
@@ -90,7 +91,9 @@ def ticket_body(ticket: IssuedTicket, *, with_event: bool = False) -> dict[str, 
     return body
 
 
-def customer_event_state(*, event_id: object, customer_id: object) -> dict[str, Any]:
+def customer_event_state(
+    *, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
+) -> dict[str, Any]:
     """Queue entry (with its admission token while admitted), the claim that
     holds tickets (else the latest one), its latest payment, and the tickets
     issued for this event."""
@@ -107,7 +110,7 @@ def customer_event_state(*, event_id: object, customer_id: object) -> dict[str, 
     }
 
 
-def customer_tickets(*, customer_id: object) -> list[dict[str, Any]]:
+def customer_tickets(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
     return [
         ticket_body(t, with_event=True)
         for t in issued_tickets_for_customer(customer_id=customer_id)

@@ -59,7 +59,7 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
     )
     message.attach_alternative(render_to_string("emails/confirmation.html", context), "text/html")
     # multipart/related: the HTML shows each QR code by its Content-ID.
-    message.mixed_subtype = "related"
+    message.mixed_subtype = "related"  # type: ignore[attr-defined]  # EmailMessage's; not in the stubs
     for ticket in tickets:
         image = MIMEImage(qr_png(ticket.code), "png")
         image.add_header("Content-ID", f"<qr-{ticket.code}>")

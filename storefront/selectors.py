@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import QuerySet
 
 from claims.domain import HOLDING_STATUSES, ticket_code_normalize
@@ -18,7 +20,9 @@ def event_available(event: Event) -> dict[str, int]:
     return available_tickets(event_id=event.pk, tier_ids=[tier.pk for tier in event.tiers.all()])
 
 
-def claim_latest_for_customer(*, event_id: object, customer_id: object) -> Claim | None:
+def claim_latest_for_customer(
+    *, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
+) -> Claim | None:
     """The customer's claim for the event that holds tickets (CLAIMED or
     CONFIRMED: at most one, invariant 6), else their most recent one."""
     claims = Claim.objects.filter(event_id=event_id, customer_id=customer_id).select_related("tier")
@@ -26,16 +30,16 @@ def claim_latest_for_customer(*, event_id: object, customer_id: object) -> Claim
     return holding or claims.order_by("-created_at").first()
 
 
-def payment_latest_for_claim(*, claim_id: object) -> Payment | None:
+def payment_latest_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:
     return Payment.objects.filter(claim_id=claim_id).order_by("-created_at").first()
 
 
-def payment_confirmed_for_claim(*, claim_id: object) -> Payment | None:
+def payment_confirmed_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:
     return Payment.objects.filter(claim_id=claim_id, status=PaymentStatus.CONFIRMED).first()
 
 
 def issued_tickets_for_customer(
-    *, customer_id: object, event_id: object | None = None
+    *, customer_id: uuid.UUID | str, event_id: uuid.UUID | str | None = None
 ) -> QuerySet[IssuedTicket]:
     tickets = IssuedTicket.objects.filter(customer_id=customer_id).select_related("event", "tier")
     if event_id is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Min
 from django.utils import timezone
@@ -42,7 +42,7 @@ def confirmation_email_deliver(*, claim_id: uuid.UUID | str) -> str:
     return "sent"
 
 
-def confirmations_unsent(*, now: object = None, limit: int = 500) -> list[uuid.UUID]:
+def confirmations_unsent(*, now: datetime | None = None, limit: int = 500) -> list[uuid.UUID]:
     """Claims with valid tickets issued over SWEEP_AFTER ago and not emailed."""
     cutoff = (now or timezone.now()) - SWEEP_AFTER
     rows = (

@@ -23,7 +23,7 @@ from payments.models import Payment
 from payments.sandbox import SandboxServer
 from queueing.tasks import admission_tick
 from tests.support.factories import OrganizerFactory
-from tests.support.payments import WEBHOOK_PATH, Sandbox
+from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +50,7 @@ def sandbox(live_server, settings):
         port=0,
         secret_key=settings.PAYSTACK_SECRET_KEY,
         webhook_url=live_server.url + WEBHOOK_PATH,
+        control_token=CONTROL_TOKEN,
     ).start()
     settings.PAYSTACK_BASE_URL = server.url
     settings.PUBLIC_BASE_URL = live_server.url

@@ -39,7 +39,8 @@ DOCUMENTED_ERRORS = {
     ("post", "/api/v1/events/{event_id}/claims/"): BODY | IDEMPOTENT | {401, 403, 404, 410, 503},
     ("get", "/api/v1/claims/{claim_id}/"): {401, 404},
     ("delete", "/api/v1/claims/{claim_id}/"): {401, 404, 409},
-    ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 502, 503},
+    # No 502: a gateway refusal is ours to fix (503 payments_unavailable), never the buyer's.
+    ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 503},
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404},
     ("get", "/api/v1/events/{event_id}/me/"): {401, 404},
     ("get", "/api/v1/me/tickets/"): {401},

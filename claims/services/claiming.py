@@ -161,7 +161,7 @@ class ClaimLock:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
 
 
-def _tier_of_event(*, event_id: object, tier_id: object) -> TierSnapshot:
+def _tier_of_event(*, event_id: uuid.UUID | str, tier_id: uuid.UUID | str) -> TierSnapshot:
     tier = tier_snapshot(tier_id=tier_id)
     if tier is not None and str(tier.event_id) == str(event_id):
         return tier
@@ -186,7 +186,7 @@ def _reserve_after_rebuild(
         raise Busy("Ticket inventory is briefly unavailable; retry shortly.") from exc
 
 
-def _mark_sold_out_if_none_left(event_id: object) -> None:
+def _mark_sold_out_if_none_left(event_id: uuid.UUID | str) -> None:
     if not event_has_free_ticket(event_id=event_id):
         event_mark_sold_out(event_id=event_id)
 
@@ -209,8 +209,8 @@ def _finish_quietly(
 def _claim_insert(
     *,
     tier: TierSnapshot,
-    entry_id: object,
-    customer_id: object,
+    entry_id: uuid.UUID | str,
+    customer_id: uuid.UUID | str,
     quantity: int,
     reservation: Reservation,
 ) -> Claim:

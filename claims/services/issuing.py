@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -50,7 +51,7 @@ def _seats_missing(claim: Claim) -> list[int]:
     return [seat for seat in range(1, claim.quantity + 1) if seat not in issued]
 
 
-def _insert(claim: Claim, seats: list[int], now: object) -> None:
+def _insert(claim: Claim, seats: list[int], now: datetime) -> None:
     IssuedTicket.objects.bulk_create(
         [
             IssuedTicket(

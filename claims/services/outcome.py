@@ -106,7 +106,7 @@ def _take_all(claim: Claim) -> None:
         raise ShortOfTickets
 
 
-def _inventory_after_reinstate(event_id: object, tier_id: object) -> None:
+def _inventory_after_reinstate(event_id: uuid.UUID, tier_id: uuid.UUID) -> None:
     """The tickets were taken without a Redis reservation: bring the counter
     down to truth now rather than at the next reconciliation."""
     try:

@@ -64,7 +64,9 @@ def claim_release(
     return claim
 
 
-def tickets_returned_on_commit(*, event_id: object, returned: dict[object, int]) -> None:
+def tickets_returned_on_commit(
+    *, event_id: uuid.UUID | str, returned: dict[uuid.UUID, int]
+) -> None:
     """Once the transaction that freed ticket rows commits: the Redis counters
     get them back and a SOLD_OUT event goes back on sale (admission resumes)."""
 

@@ -3,6 +3,8 @@ ticket rows written in one statement."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import IntegrityError, connection
 
 from claims.models import Claim
@@ -29,7 +31,7 @@ FROM picked, new_claim WHERE t.id = picked.id
 """  # noqa: S608
 
 
-def _claim_values(claim: Claim) -> list[object]:
+def _claim_values(claim: Claim) -> list[Any]:
     # Plain attribute values (UUIDs, ints, strings, aware datetimes) that
     # psycopg adapts itself: cheaper than each field's prep on the hot path.
     # The caller sets every value, created_at included (no auto_now_add here).
@@ -48,7 +50,7 @@ def claim_insert(claim: Claim, *, reservation_id: str, take_tickets: bool = True
                 _INSERT_AND_TAKE_SQL,
                 [*_claim_values(claim), claim.tier_id, claim.quantity, reservation_id],
             )
-            taken = cursor.rowcount
+            taken: int = cursor.rowcount
         else:
             cursor.execute(_INSERT_CLAIM_SQL, _claim_values(claim))
             taken = 0

@@ -11,7 +11,14 @@ from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
@@ -139,7 +146,7 @@ class EventAdmin(admin.ModelAdmin):
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         """A user who belongs to exactly one organizer gets it preset."""
-        initial = super().get_changeform_initial_data(request)
+        initial: dict[str, Any] = super().get_changeform_initial_data(request)
         mine = organizer_ids(request)
         if not request.user.is_superuser and len(mine) == 1:
             initial.setdefault("organizer", next(iter(mine)))
@@ -169,11 +176,11 @@ class EventAdmin(admin.ModelAdmin):
         ]  # fmt: skip
         return own + super().get_urls()
 
-    def _event_view(self, view: Callable[[HttpRequest, Event], HttpResponse]) -> Callable:
+    def _event_view(self, view: Callable[[HttpRequest, Event], HttpResponseBase]) -> Callable:
         """An admin view of one event the user may see (else 404, as for
         another organizer's event; 403 without the view permission)."""
 
-        def wrapped(request: HttpRequest, object_id: str) -> HttpResponse:
+        def wrapped(request: HttpRequest, object_id: str) -> HttpResponseBase:
             event = self.get_object(request, object_id)
             if event is None:
                 raise Http404("No such event.")
@@ -189,10 +196,10 @@ class EventAdmin(admin.ModelAdmin):
     def _dashboard_data(self, request: HttpRequest, event: Event) -> HttpResponse:
         return dashboard_data_view(request, event)
 
-    def _orders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+    def _orders_csv(self, request: HttpRequest, event: Event) -> StreamingHttpResponse:
         return orders_csv(Order.objects.filter(event=event), f"orders-{event.slug}.csv")
 
-    def _holders_csv(self, request: HttpRequest, event: Event) -> HttpResponse:
+    def _holders_csv(self, request: HttpRequest, event: Event) -> StreamingHttpResponse:
         return holders_csv(Order.objects.filter(event=event), f"ticket-holders-{event.slug}.csv")
 
     @admin.display(description="")
@@ -232,7 +239,7 @@ class EventAdmin(admin.ModelAdmin):
         obj._state.adding, obj._state.db = False, event._state.db
 
     def save_formset(
-        self, request: HttpRequest, form: forms.Form, formset: Any, change: bool
+        self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool
     ) -> None:
         if formset.model is not TicketTier:
             return super().save_formset(request, form, formset, change)

@@ -24,7 +24,7 @@ class EventAdminForm(forms.ModelForm):
         fields = sorted(EVENT_EDITABLE_FIELDS)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         errors = sale_window_errors(
             sale_start=data.get("sale_start"),
             sale_end=data.get("sale_end"),
@@ -54,6 +54,7 @@ class TierInlineForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         inventory = self.fields["inventory"]
+        assert isinstance(inventory, forms.IntegerField)  # the model's integer field
         inventory.min_value = 1
         inventory.validators.append(MinValueValidator(1))
         inventory.widget.attrs["min"] = 1

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from django.contrib import admin, messages
 from django.db.models import Count, Max, Q, QuerySet, Sum
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -127,11 +127,15 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
             self.message_user(request, line, messages.WARNING)
 
     @admin.action(description="Export orders (CSV)", permissions=["view"])
-    def export_orders(self, request: HttpRequest, queryset: QuerySet[Order]) -> HttpResponse:
+    def export_orders(
+        self, request: HttpRequest, queryset: QuerySet[Order]
+    ) -> StreamingHttpResponse:
         return orders_csv(queryset)
 
     @admin.action(description="Export ticket holders (CSV)", permissions=["view"])
-    def export_holders(self, request: HttpRequest, queryset: QuerySet[Order]) -> HttpResponse:
+    def export_holders(
+        self, request: HttpRequest, queryset: QuerySet[Order]
+    ) -> StreamingHttpResponse:
         return holders_csv(queryset)
 
 
@@ -164,17 +168,20 @@ class BuyerAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="orders", ordering="orders_n")
     def orders(self, buyer: Buyer) -> str:
         url = reverse("admin:console_order_changelist") + f"?customer__id__exact={buyer.pk}"
-        return format_html('<a href="{}">{}</a>', url, buyer.orders_n)
+        count = buyer.orders_n  # type: ignore[attr-defined]  # get_queryset's annotation
+        return format_html('<a href="{}">{}</a>', url, count)
 
     @admin.display(description="tickets paid", ordering="tickets_n")
     def tickets(self, buyer: Buyer) -> int:
-        return buyer.tickets_n or 0
+        return buyer.tickets_n or 0  # type: ignore[attr-defined]  # get_queryset's annotation
 
     @admin.display(description="last order", ordering="last_order_at")
     def last_order(self, buyer: Buyer) -> object:
-        return buyer.last_order_at
+        return buyer.last_order_at  # type: ignore[attr-defined]  # get_queryset's annotation
 
     @admin.action(description="Export their orders (CSV)", permissions=["view"])
-    def export_orders(self, request: HttpRequest, queryset: QuerySet[Buyer]) -> HttpResponse:
+    def export_orders(
+        self, request: HttpRequest, queryset: QuerySet[Buyer]
+    ) -> StreamingHttpResponse:
         mine = organizer_scope(request, Order.objects.all(), "event__organizer_id")
         return orders_csv(mine.filter(customer__in=queryset.values("pk")))

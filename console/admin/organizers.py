@@ -34,4 +34,4 @@ class OrganizerAdmin(admin.ModelAdmin):
 
     @admin.display(description="members", ordering="member_count_n")
     def member_count(self, organizer: Organizer) -> int:
-        return organizer.member_count_n
+        return organizer.member_count_n  # type: ignore[attr-defined]  # get_queryset's annotation

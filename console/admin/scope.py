@@ -10,10 +10,13 @@ from events.models import Event
 
 def organizer_ids(request: HttpRequest) -> frozenset[int]:
     """The organizers the user belongs to (read once per request)."""
-    cached = getattr(request, "_fq_organizer_ids", None)
+    cached: frozenset[int] | None = getattr(request, "_fq_organizer_ids", None)
     if cached is None:
-        cached = frozenset(request.user.organizers.values_list("id", flat=True))
-        request._fq_organizer_ids = cached
+        user = request.user
+        cached = frozenset(
+            user.organizers.values_list("id", flat=True) if user.is_authenticated else ()
+        )
+        request._fq_organizer_ids = cached  # type: ignore[attr-defined]  # a per-request cache
     return cached
 
 

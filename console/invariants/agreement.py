@@ -102,6 +102,7 @@ def _admitted(event: Event) -> Found:
         for customer, expires in QueueEntry.objects.filter(
             event_id=event.pk, status=QueueStatus.ADMITTED
         ).values_list("customer_id", "admission_expires_at")
+        if expires is not None  # an ADMITTED entry always has its window's end
     }
     found = dict(_pages(store.admitted_key(event.pk)))
     missing = expected.keys() - found.keys()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -15,6 +16,7 @@ from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
+from fairqueue.money import GATEWAY_CURRENCIES
 from inventory.services import inventory_sync_event
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ def event_create(
 ) -> Event:
     errors = _event_errors(
         name=name,
+        currency=currency,
         sale_start=sale_start,
         sale_end=sale_end,
         prequeue_opens_at=prequeue_opens_at,
@@ -91,6 +94,7 @@ def event_create(
 def _event_errors(
     *,
     name: str,
+    currency: str,
     sale_start: datetime,
     sale_end: datetime,
     prequeue_opens_at: datetime | None,
@@ -108,6 +112,11 @@ def _event_errors(
         errors["admission"] = "Admission settings must be positive."
     if not name.strip():
         errors["name"] = "An event needs a name."
+    if str(currency).upper() not in GATEWAY_CURRENCIES:
+        errors["currency"] = (
+            f"The payment gateway does not take {currency!r}; use one of "
+            f"{', '.join(sorted(GATEWAY_CURRENCIES))}."
+        )
     return errors
 
 
@@ -133,7 +142,7 @@ EVENT_EDITABLE_FIELDS = frozenset(
 
 
 @transaction.atomic
-def event_update(*, event_id: object, **changes: object) -> Event:
+def event_update(*, event_id: uuid.UUID | str, **changes: object) -> Event:
     """Edit an event's details. The sale window is validated as on creation;
     an ended event is frozen; the currency is fixed once sales opened."""
     unknown = sorted(set(changes) - EVENT_EDITABLE_FIELDS)
@@ -152,6 +161,7 @@ def event_update(*, event_id: object, **changes: object) -> Event:
         setattr(event, field, value)
     errors = _event_errors(
         name=event.name,
+        currency=event.currency,
         sale_start=event.sale_start,
         sale_end=event.sale_end,
         prequeue_opens_at=event.prequeue_opens_at,
@@ -168,7 +178,7 @@ def event_update(*, event_id: object, **changes: object) -> Event:
 
 
 def _transition(
-    event_id: object, target: EventStatus, *, sources: list[str] | None = None
+    event_id: uuid.UUID | str, target: EventStatus, *, sources: list[str] | None = None
 ) -> Event:
     """Conditional update: only from a state that may move to ``target``
     (narrowed by ``sources`` when one action covers only some of them).
@@ -194,7 +204,7 @@ def _broadcast(event: Event, kind: str) -> None:
 
 
 @transaction.atomic
-def event_activate(*, event_id: object) -> Event:
+def event_activate(*, event_id: uuid.UUID | str) -> Event:
     event = Event.objects.filter(pk=event_id).first()
     if event is None:
         raise NotFound("No such event.")
@@ -210,21 +220,21 @@ def event_activate(*, event_id: object) -> Event:
 
 
 @transaction.atomic
-def event_pause(*, event_id: object) -> Event:
+def event_pause(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.PAUSED)
     _broadcast(event, "paused")
     return event
 
 
 @transaction.atomic
-def event_resume(*, event_id: object) -> Event:
+def event_resume(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.ACTIVE, sources=[EventStatus.PAUSED])
     _broadcast(event, "resumed")
     return event
 
 
 @transaction.atomic
-def event_end(*, event_id: object) -> Event:
+def event_end(*, event_id: uuid.UUID | str) -> Event:
     event = _transition(event_id, EventStatus.ENDED)
     _broadcast(event, "ended")
 

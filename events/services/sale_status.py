@@ -5,6 +5,7 @@ the Redis counters and any status that drifted."""
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 
 import redis
@@ -21,7 +22,7 @@ from inventory.services import inventory_sync_event
 logger = logging.getLogger(__name__)
 
 
-def event_mark_sold_out(*, event_id: object) -> bool:
+def event_mark_sold_out(*, event_id: uuid.UUID | str) -> bool:
     """ACTIVE -> SOLD_OUT when no tier has a free ticket left in Postgres.
     Returns True when this call made the change."""
     with transaction.atomic():
@@ -37,7 +38,7 @@ def event_mark_sold_out(*, event_id: object) -> bool:
     return bool(updated)
 
 
-def event_mark_available(*, event_id: object) -> bool:
+def event_mark_available(*, event_id: uuid.UUID | str) -> bool:
     """SOLD_OUT -> ACTIVE when tickets came back (invariant 4)."""
     with transaction.atomic():
         if not event_has_free_ticket(event_id=event_id):

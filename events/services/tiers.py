@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -66,7 +67,7 @@ def tier_create(
 
 @transaction.atomic
 def tier_update(
-    *, tier_id: object, name: str, price: int, inventory: int, sort_order: int = 0
+    *, tier_id: uuid.UUID | str, name: str, price: int, inventory: int, sort_order: int = 0
 ) -> TicketTier:
     """Change a tier; its ticket rows follow the new inventory (never below
     the tickets already held)."""

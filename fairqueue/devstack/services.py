@@ -37,7 +37,7 @@ def free_port() -> int:
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+            port: int = sock.getsockname()[1]
         if port not in (5432, 6379):
             return port
 

@@ -8,6 +8,7 @@ together or not at all.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -17,6 +18,8 @@ from claims.models import Claim
 from claims.services import claim_confirm, claim_reinstate, claim_release
 from payments.domain import (
     LIVE_STATUSES,
+    SETTLED_STATUSES,
+    DisputeState,
     EventKind,
     PaymentStatus,
     VerifyOutcome,
@@ -25,6 +28,7 @@ from payments.domain import (
 )
 from payments.models import Payment
 from payments.paystack import VerifyAnswer
+from payments.services.disputes import dispute_mark
 from payments.services.records import payment_log, payment_transition
 
 logger = logging.getLogger(__name__)
@@ -32,7 +36,7 @@ logger = logging.getLogger(__name__)
 P = PaymentStatus
 
 
-def payment_lock(*, payment_id: object) -> Payment:
+def payment_lock(*, payment_id: uuid.UUID | str) -> Payment:
     return Payment.objects.select_for_update().get(pk=payment_id)
 
 
@@ -48,9 +52,9 @@ def apply_success(
     a claim already released, re-instate it or mark the payment
     REFUND_REQUIRED (invariant 5). A wrong amount or currency is flagged and
     never confirmed (invariant 7)."""
-    if payment.status in (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUNDED):
+    if payment.status in SETTLED_STATUSES:
         return payment  # already settled: a repeat is a no-op
-    paid = {
+    paid: dict[str, Any] = {
         "paid_amount": amount if isinstance(amount, int) else None,
         "paid_currency": str(currency or "")[:3].upper(),
         "gateway_transaction_id": transaction_id[:64],
@@ -163,12 +167,23 @@ def apply_verify(
             actor=actor,
         )
         return outcome
+    if outcome == VerifyOutcome.REVERSED and payment.status == P.CONFIRMED:
+        # The customer's bank took the money back from a paid purchase: staff
+        # decide on the tickets, exactly as for a dispute.
+        Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
+        dispute_mark(
+            payment=payment,
+            state=DisputeState.REVERSED,
+            actor=actor,
+            data={"source": "verify", "gateway_status": answer.status},
+        )
+        return outcome
     if payment.status not in LIVE_STATUSES:
         return outcome  # nothing left to decide for a settled payment
     if outcome == VerifyOutcome.ABANDONED and not claim_over(payment):
         Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
         return VerifyOutcome.IN_PROGRESS
-    if outcome in (VerifyOutcome.FAILED, VerifyOutcome.ABANDONED):
+    if outcome in (VerifyOutcome.FAILED, VerifyOutcome.ABANDONED, VerifyOutcome.REVERSED):
         apply_failure(
             payment=payment,
             reason=f"gateway says {answer.status}",

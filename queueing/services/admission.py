@@ -123,14 +123,14 @@ def _lock_wait_seconds() -> float:
     """How long a tick waits for the lock before it gives up its turn: up to
     half a tick, so a full queue reconciliation holding the lock (2.3 s at
     1,000,000 waiting) delays a tick instead of costing it."""
-    return min(3.0, settings.ADMISSION_INTERVAL_SECONDS / 2)
+    return min(3.0, float(settings.ADMISSION_INTERVAL_SECONDS) / 2)
 
 
 def _lock_ttl_s() -> float:
     """Short: a tick takes well under a second, and the event row lock makes
     an overlap harmless, so the lock only needs to outlive one tick. Its TTL
     is how long a worker killed mid-tick stops admission of that event."""
-    return max(5.0, settings.ADMISSION_INTERVAL_SECONDS * 2)
+    return max(5.0, float(settings.ADMISSION_INTERVAL_SECONDS) * 2)
 
 
 def _ms(dt: datetime) -> int:
@@ -357,7 +357,7 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
 
     expires_iso = expires_at.isoformat()
     tokens = admission_tokens_issue(event_id=event.pk, expires_at=expires_at, entries=rows)
-    messages = [
+    messages: list[tuple[str, dict[str, Any]]] = [
         (
             customer_group(event_id, customer_id),
             {

@@ -46,15 +46,15 @@ def admission_verify(
             raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
         # Built from the token and Redis, no database read: id, event_id,
         # customer_id, status and admission_expires_at are set, nothing else.
-        entry = QueueEntry(
+        known = QueueEntry(
             id=admission.queue_entry_id,
             event_id=admission.event_id,
             customer_id=admission.customer_id,
             status=QueueStatus.ADMITTED,
             admission_expires_at=datetime.fromtimestamp(until_ms / 1000, UTC),
         )
-        entry._state.adding, entry._state.db = False, "default"
-        return entry
+        known._state.adding, known._state.db = False, "default"
+        return known
     entry = QueueEntry.objects.filter(
         pk=admission.queue_entry_id,
         event_id=admission.event_id,

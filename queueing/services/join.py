@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import redis
 from django.db import IntegrityError, connection, transaction
@@ -63,7 +64,7 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def _event_for_queue(event_id: object) -> EventSnapshot:
+def _event_for_queue(event_id: uuid.UUID | str) -> EventSnapshot:
     event = event_snapshot(event_id=event_id)
     if event is None:
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
@@ -93,7 +94,7 @@ class JoinBar:
     error to raise for a barred customer."""
 
     sql: str
-    error: Callable[[object, object], AppError]
+    error: Callable[[uuid.UUID | str, uuid.UUID | str], AppError]
 
 
 _bar: JoinBar | None = None
@@ -124,7 +125,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     Hot path: one INSERT, one Redis round trip, the event from a 1 s cache."""
     event = _event_for_queue(event_id)
     now = timezone.now()
-    window = {"status": event.status, "now": now, "sale_start": event.sale_start}
+    window: dict[str, Any] = {"status": event.status, "now": now, "sale_start": event.sale_start}
     prequeue = in_prequeue(**window, prequeue_opens_at=event.prequeue_opens_at)
     if not prequeue and not is_on_sale(**window, sale_end=event.sale_end):
         raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
@@ -196,13 +197,13 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
         logger.warning("queue abandon: redis unavailable; reconciliation will drop it")
 
 
-def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
+def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
     """An admitted customer who missed the push gets a (re-minted) token."""
     token = admission_token_issue(
         event_id=entry.event_id,
         customer_id=entry.customer_id,
         queue_entry_id=entry.id,
-        expires_at=entry.admission_expires_at,
+        expires_at=expires_at,
     )
     return PositionResult(
         status=QueueStatus.ADMITTED,
@@ -210,7 +211,7 @@ def _admitted_answer(entry: QueueEntry, served: int | None) -> PositionResult:
         eta_seconds=0,
         served=served,
         admission_token=token,
-        admission_expires_at=entry.admission_expires_at,
+        admission_expires_at=expires_at,
     )
 
 
@@ -235,9 +236,13 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
         return PositionResult(
-            QueueStatus.WAITING, position, _eta(event, position, answer and answer.rate), served
+            QueueStatus.WAITING,
+            position,
+            _eta(event, position, answer.rate if answer else None),
+            served,
         )
-    if entry.status == QueueStatus.ADMITTED and entry.admission_expires_at > timezone.now():
-        return _admitted_answer(entry, served)
+    expires_at = entry.admission_expires_at
+    if entry.status == QueueStatus.ADMITTED and expires_at and expires_at > timezone.now():
+        return _admitted_answer(entry, expires_at, served)
     status = QueueStatus.EXPIRED if entry.status == QueueStatus.ADMITTED else entry.status
     return PositionResult(status=status, position=None, eta_seconds=None, served=served)

@@ -27,7 +27,9 @@ logger = logging.getLogger(__name__)
 _TABLE = QueueEntry._meta.db_table
 
 
-def _rows(event_id: uuid.UUID | str, status: QueueStatus, score_sql: str) -> Iterator[tuple]:
+def _rows(
+    event_id: uuid.UUID | str, status: QueueStatus, score_sql: str
+) -> Iterator[tuple[str, int]]:
     """(customer id as text, score) of every entry in ``status``, streamed
     through a server-side cursor (a million rows never sit in memory)."""
     sql = (
@@ -43,11 +45,11 @@ def _rows(event_id: uuid.UUID | str, status: QueueStatus, score_sql: str) -> Ite
             yield from batch
 
 
-def waiting_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+def waiting_rows(event_id: uuid.UUID | str) -> Iterator[tuple[str, int]]:
     return _rows(event_id, QueueStatus.WAITING, "score")
 
 
-def admitted_rows(event_id: uuid.UUID | str) -> Iterator[tuple]:
+def admitted_rows(event_id: uuid.UUID | str) -> Iterator[tuple[str, int]]:
     # Score = admission expiry in ms, the same as the admission tick writes.
     return _rows(
         event_id,
@@ -60,13 +62,13 @@ def count(event_id: uuid.UUID | str, status: QueueStatus) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=status).count()
 
 
-def queue_rebuild(*, event_id: uuid.UUID | str) -> dict:
+def queue_rebuild(*, event_id: uuid.UUID | str) -> dict[str, int | float]:
     """Re-add the waiting and admitted sets where Redis has fewer members
     than Postgres, with their exact scores (so the exact order). Idempotent:
     ZADD of the same member and score changes nothing."""
     store = queue_store()
     started = time.perf_counter()
-    report: dict = {"waiting_added": 0, "admitted_added": 0}
+    report: dict[str, int | float] = {"waiting_added": 0, "admitted_added": 0}
     waiting_pg = count(event_id, QueueStatus.WAITING)
     admitted_pg = count(event_id, QueueStatus.ADMITTED)
     waiting_redis, admitted_redis = store.sizes(event_id=event_id)

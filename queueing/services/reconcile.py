@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 
 import redis
 from django.conf import settings
@@ -48,7 +49,9 @@ def _drop_stale(event_id: uuid.UUID | str, key: str, status: QueueStatus) -> int
     return store.remove_many(key=key, members=stale) if stale else 0
 
 
-def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None) -> dict:
+def queue_reconcile_event(
+    *, event_id: uuid.UUID | str, full: bool | None = None
+) -> Mapping[str, int | str]:
     """Make Redis agree with Postgres for one event: re-add missing WAITING and
     ADMITTED entries, drop members that are neither any more.
 
@@ -96,10 +99,10 @@ def queue_reconcile_event(*, event_id: uuid.UUID | str, full: bool | None = None
         return report
 
 
-def queue_reconcile_all() -> dict[str, dict]:
+def queue_reconcile_all() -> dict[str, Mapping[str, int | str]]:
     """Every live event; and entries left live on ended events (a join that
     raced ``event_end``) are closed."""
-    reports: dict[str, dict] = {}
+    reports: dict[str, Mapping[str, int | str]] = {}
     live = Event.objects.filter(
         status__in=[EventStatus.ACTIVE, EventStatus.PAUSED, EventStatus.SOLD_OUT]
     ).values_list("id", flat=True)

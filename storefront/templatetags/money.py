@@ -9,9 +9,10 @@ from fairqueue.money import money_format
 
 register = template.Library()
 
+
 @register.filter(name="money")
 def money(amount: object, currency: str = "NGN") -> str:
     try:
-        return money_format(int(amount), currency)  # type: ignore[call-overload]
+        return money_format(int(amount), currency)  # type: ignore[call-overload]  # any value; see except
     except (TypeError, ValueError, InvalidOperation):
         return ""

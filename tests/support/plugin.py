@@ -13,7 +13,14 @@ from fairqueue.redis import get_redis
 from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
-from tests.support.payments import PaidSale, Sandbox, Shop, make_paid_sale
+from tests.support.payments import (
+    CONTROL_TOKEN,
+    RETRY_SCALE,
+    PaidSale,
+    Sandbox,
+    Shop,
+    make_paid_sale,
+)
 from tests.support.signin import REQUEST_URL, code_from
 
 
@@ -57,7 +64,12 @@ def eager_tasks():
 def sandbox_server() -> Iterator[SandboxServer]:
     from django.conf import settings
 
-    server = SandboxServer(port=0, secret_key=settings.PAYSTACK_SECRET_KEY).start()
+    server = SandboxServer(
+        port=0,
+        secret_key=settings.PAYSTACK_SECRET_KEY,
+        control_token=CONTROL_TOKEN,
+        webhook_retry_scale=RETRY_SCALE,
+    ).start()
     yield server
     server.stop()
 
