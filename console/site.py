@@ -38,7 +38,7 @@ def _logged(func: Callable[..., Any], name: str) -> Callable[..., Any]:
         objects = list(queryset[:MAX_LOGGED_OBJECTS])
         total = queryset.count() if len(objects) == MAX_LOGGED_OBJECTS else len(objects)
         result = func(modeladmin, request, queryset)
-        if objects:
+        if objects and request.user.pk is not None:  # only a signed-in user reaches an action
             LogEntry.objects.log_actions(
                 user_id=request.user.pk,
                 queryset=objects,

@@ -3,11 +3,6 @@ from rest_framework import serializers
 from customers.services import CODE_DIGITS
 from fairqueue.api import StrictSerializer
 
-NONCE_FIELD = {
-    "max_length": 64,
-    "help_text": "The nonce the request answered with: the code only works for that client.",
-}
-
 
 class OtpRequestSerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
@@ -20,7 +15,10 @@ class OtpRequestSerializer(StrictSerializer):
 
 class OtpVerifySerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
-    nonce = serializers.CharField(**NONCE_FIELD)
+    nonce = serializers.CharField(
+        max_length=64,
+        help_text="The nonce the request answered with: the code only works for that client.",
+    )
     code = serializers.RegexField(
         rf"^\d{{{CODE_DIGITS}}}$",
         help_text=f"The {CODE_DIGITS}-digit code from the email.",

@@ -35,5 +35,5 @@ def organizer_scope(request: HttpRequest, qs: QuerySet, organizer_path: str) -> 
         return qs
     if not user.is_authenticated:
         return qs.none()
-    organizer_ids = list(user.organizers.values_list("id", flat=True))  # type: ignore[union-attr]
+    organizer_ids = list(user.organizers.values_list("id", flat=True))
     return qs.filter(**{f"{organizer_path}__in": organizer_ids})

@@ -32,7 +32,8 @@ class WsTicketStore(RedisStore):
     def take(self, *, event_id: object, ticket: str) -> str | None:
         """The customer id of the ticket, deleting it; None when unknown,
         used or expired."""
-        return self.r.getdel(self.key(event_id, ticket))
+        customer_id = self.r.getdel(self.key(event_id, ticket))
+        return None if customer_id is None else str(customer_id)
 
 
 _store: WsTicketStore | None = None

@@ -19,6 +19,7 @@ CHALLENGE_VERIFY_URL and CHALLENGE_SCRIPT_URL here).
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -77,11 +78,14 @@ def _form(gateway: SandboxGateway, environ: dict[str, Any]) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(raw).items()}
 
 
+# Tokens already used, per gateway (its own state stays the payments' alone).
+_spent_tokens: weakref.WeakKeyDictionary[SandboxGateway, set[str]] = weakref.WeakKeyDictionary()
+_spent_lock = threading.Lock()
+
+
 def _spent(gateway: SandboxGateway) -> tuple[threading.Lock, set[str]]:
-    state = getattr(gateway, "challenge_state", None)
-    if state is None:
-        state = gateway.challenge_state = (threading.Lock(), set())
-    return state
+    with _spent_lock:
+        return _spent_lock, _spent_tokens.setdefault(gateway, set())
 
 
 def siteverify(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
