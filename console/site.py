@@ -59,7 +59,7 @@ def _logged(func: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 class LoggedActionsMixin:
     def get_action(self, action: Any) -> tuple[Callable[..., Any], str, str] | None:
-        found = super().get_action(action)  # type: ignore[misc]
+        found = super().get_action(action)  # type: ignore[misc]  # a mixin: ModelAdmin comes after it
         if found is None or found[1] in NOT_LOGGED:
             return found
         func, name, description = found

@@ -24,7 +24,7 @@ def is_platform_staff(user: object) -> bool:
         return True
     if not getattr(user, "is_staff", False):
         return False
-    return user.groups.filter(name=PLATFORM_STAFF_GROUP).exists()  # type: ignore[attr-defined]
+    return user.groups.filter(name=PLATFORM_STAFF_GROUP).exists()  # type: ignore[attr-defined]  # any user model with groups
 
 
 def organizer_scope(request: HttpRequest, qs: QuerySet, organizer_path: str) -> QuerySet:

@@ -44,7 +44,10 @@ def rows_of_one_event(organizer) -> set[str]:
         next_check_at=timezone.now(),
     )
     receipt = WebhookReceipt.objects.create(
-        event_type="charge.success", reference=payment.reference, payment=payment
+        event_type="charge.success",
+        reference=payment.reference,
+        key=payment.reference,
+        payment=payment,
     )
     return {str(entry.pk), str(claim.pk), str(payment.pk), str(receipt.pk)}
 
@@ -79,14 +82,18 @@ def test_an_organizer_member_sees_only_its_own_events_rows():
 
 def test_platform_staff_see_every_events_rows_and_receipts_without_a_payment():
     rows = rows_of_one_event(OrganizerFactory()) | rows_of_one_event(OrganizerFactory())
-    orphan = WebhookReceipt.objects.create(event_type="charge.success", reference="unknown-ref")
+    orphan = WebhookReceipt.objects.create(
+        event_type="charge.success", reference="unknown-ref", key="unknown-ref"
+    )
     assert seen(admin_client(platform_staff=True)) == rows | {str(orphan.pk)}
 
 
 def test_a_receipt_for_an_unknown_reference_is_not_an_organizers_business():
     mine = OrganizerFactory()
     own = rows_of_one_event(mine)
-    WebhookReceipt.objects.create(event_type="charge.success", reference="unknown-ref")
+    WebhookReceipt.objects.create(
+        event_type="charge.success", reference="unknown-ref", key="unknown-ref"
+    )
     assert seen(admin_client(organizer=mine)) == own
 
 
