@@ -30,8 +30,9 @@ COPY console ./console
 COPY templates ./templates
 RUN pip install --no-deps .
 
-# collectstatic only needs settings to import: these values exist for this step alone.
-RUN DJANGO_DEBUG=false DJANGO_SECRET_KEY=collectstatic-only \
+# collectstatic only needs settings to import: development mode for this step alone (no
+# key, no database or Redis is touched; production refuses to start without real ones).
+RUN DJANGO_DEBUG=true \
     DATABASE_URL=postgres://build@localhost:5432/build REDIS_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput
 

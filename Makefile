@@ -48,11 +48,12 @@ browser:
 screenshots: $(STAMP) browser
 	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m fairqueue.devstack test -- pytest tests/browser -m slow
 
-# mypy's Django plugin imports the settings, which want both URLs; nothing connects.
+# mypy's Django plugin imports the settings, which want both URLs (nothing connects)
+# and, in production mode, real keys: it reads them in development mode.
 lint: $(STAMP)
 	$(VENV_PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	DATABASE_URL="$${DATABASE_URL:-postgres://unused@127.0.0.1:1/unused}" \
+	DJANGO_DEBUG=true DATABASE_URL="$${DATABASE_URL:-postgres://unused@127.0.0.1:1/unused}" \
 		REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:1/0}" $(VENV)/bin/mypy
 
 # Embedded PostgreSQL and Redis only; prints the DATABASE_URL / REDIS_URL exports.

@@ -46,6 +46,25 @@ def jwt_claims(token: str) -> dict[str, Any]:
         return {}
 
 
+async def ws_ticket(
+    session: aiohttp.ClientSession, ws_queue_url: str, token: str, http_base: str = ""
+) -> str:
+    """A single-use ticket for the queue socket at ``ws_queue_url``
+    (``ws://host:port/ws/events/<id>/queue/``), asked of ``http_base`` (the
+    web servers) or else of the socket's own host (daphne serves HTTP too):
+    the socket no longer takes the customer token itself."""
+    path = ws_queue_url.split("?")[0].split("/ws/events/", 1)[1]
+    base = http_base.rstrip("/") or "http" + ws_queue_url.split("/ws/events/")[0][2:]
+    url = f"{base}/api/v1/events/{path.rstrip('/')}/ws-ticket/"
+    async with session.post(url, headers={"Authorization": f"Bearer {token}"}) as answer:
+        body = await answer.json(content_type=None)
+        if answer.status != 201:
+            raise aiohttp.ClientResponseError(
+                answer.request_info, (), status=answer.status, message=str(error_code(body))
+            )
+        return body["ticket"]
+
+
 def error_code(body: Any) -> str | None:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return body["error"].get("code")
@@ -117,9 +136,11 @@ class Api:
         *,
         concurrency: int,
         timeout: float = 30.0,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.session = session
         self.base = base_url.rstrip("/")
+        self.headers = dict(headers or {})  # sent with every call (e.g. the sandbox's token)
         self.rec = recorder
         self.sem = asyncio.Semaphore(concurrency)
         self.timeout = aiohttp.ClientTimeout(total=timeout)
@@ -134,7 +155,7 @@ class Api:
         body: Any = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any, dict[str, str]]:
-        hdrs = dict(headers or {})
+        hdrs = {**self.headers, **(headers or {})}
         if token:
             hdrs["Authorization"] = f"Bearer {token}"
         full = url if url.startswith("http") else f"{self.base}{url}"

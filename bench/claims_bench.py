@@ -47,6 +47,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import aiohttp
 
 from bench._common import Api, Recorder, percentile
+from bench.production_env import production_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def django_setup() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    production_env(os.environ)  # the gunicorn started later inherits the same keys
     import django
 
     django.setup()
@@ -153,7 +155,6 @@ def start_gunicorn(
     env = {
         **os.environ,
         "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "claims-bench-" + "x" * 40),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "LOG_LEVEL": "WARNING",
     }

@@ -22,7 +22,7 @@ from typing import Any
 
 import aiohttp
 
-from bench._common import Api, Recorder, error_code, jwt_claims
+from bench._common import Api, Recorder, error_code, jwt_claims, ws_ticket
 
 BEHAVIOURS = ("abandon_queue", "lapse_admission", "expire_claim", "decline", "abandon_payment")
 
@@ -214,14 +214,16 @@ class Sale:
         return None
 
     async def _ws_reader(self, c: Customer) -> None:
-        url = f"{self.cfg.ws_url}/ws/events/{self.cfg.event_id}/queue/?token={c.token}"
+        url = f"{self.cfg.ws_url}/ws/events/{self.cfg.event_id}/queue/"
         origin = self.cfg.http_url
         failures = 0
         while not c.gone and not self.stopping.is_set() and failures < 8:
             started, t = self.rec.now(), time.monotonic()
             try:
+                # A fresh single-use ticket per connection (from the socket's own host).
+                ticket = await ws_ticket(self.ws_session, url, c.token, origin)
                 async with self.ws_session.ws_connect(
-                    url,
+                    f"{url}?ticket={ticket}",
                     headers={"Origin": origin},
                     autoping=True,
                     timeout=aiohttp.ClientWSTimeout(ws_close=5),
@@ -387,6 +389,10 @@ class Sale:
         if not await self._sandbox_pay(reference, outcome, send_webhook=not hold):
             c.outcome = "sandbox_pay_failed"
             return
+        if outcome == "failed":
+            # A decline sends no webhook (as with Paystack): the browser's
+            # return to the callback page is what finds it.
+            await self.buy.call("payment_return", "GET", f"/payments/return/?reference={reference}")
         if hold:
             self.held_references.append(reference)
         final = await self._watch_claim(c, claim_id, timeout=self.cfg.claim_ttl + 120)

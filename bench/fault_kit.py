@@ -52,6 +52,7 @@ class FaultContext:
     redis: Any = None
     stack: Any = None  # bench.stack.LocalStack when --launch-stack
     paystack_secret: str = "sk_test_fairqueue_sandbox"  # noqa: S105 - the sandbox's public test key
+    sandbox_token: str = ""  # the sandbox control API's X-Sandbox-Token
     claim_ttl: float = 600.0
     expiry_interval: float = 30.0
     heal_timeout: float = 180.0

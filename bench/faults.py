@@ -58,9 +58,16 @@ FAULTS = (
 )
 
 
+def _control(ctx: FaultContext) -> dict[str, str]:
+    return {"X-Sandbox-Token": ctx.sandbox_token}
+
+
 async def _sandbox_config(ctx: FaultContext, **config: Any) -> None:
     url = f"{ctx.sandbox_url}/_sandbox/config"
-    async with aiohttp.ClientSession() as session, session.post(url, json=config) as resp:
+    async with (
+        aiohttp.ClientSession(headers=_control(ctx)) as session,
+        session.post(url, json=config) as resp,
+    ):
         if resp.status != 200:
             raise RuntimeError(f"sandbox config {config} -> {resp.status}: {await resp.text()}")
 
@@ -195,7 +202,8 @@ async def webhooks_out_of_order(
 ) -> None:
     """Payments made for ``seconds`` get their webhooks held back, then
     delivered shuffled; each success is followed by a stale, correctly signed
-    ``charge.failed`` for the same reference, which must change nothing."""
+    ``charge.failed`` for the same reference (an event Paystack never sends),
+    which must change nothing."""
     report.injected_at = ctx.now()
     ctx.sale.webhook_mode = "hold"
     await asyncio.sleep(seconds)
@@ -205,11 +213,14 @@ async def webhooks_out_of_order(
     random.shuffle(held)
     webhook_url = f"{ctx.http_url}/api/v1/webhooks/paystack/"
     stale_answers: dict[int, int] = {}
+    control = _control(ctx)
     async with aiohttp.ClientSession() as session:
         for reference in held:
-            async with session.post(f"{ctx.sandbox_url}/_sandbox/webhooks/{reference}/resend") as r:
+            resend = f"{ctx.sandbox_url}/_sandbox/webhooks/{reference}/resend"
+            async with session.post(resend, headers=control) as r:
                 await r.read()
-            async with session.get(f"{ctx.sandbox_url}/_sandbox/transactions/{reference}") as r:
+            tx_url = f"{ctx.sandbox_url}/_sandbox/transactions/{reference}"
+            async with session.get(tx_url, headers=control) as r:
                 tx = (await r.json())["data"]
             stale = {
                 "event": "charge.failed",

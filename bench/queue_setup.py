@@ -16,9 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.production_env import production_env  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-# The bench mints customer tokens and the server checks them: one key for both.
-os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-" + "k" * 40)
+# The bench mints customer tokens and the server checks them: one key for both
+# (and what else production mode asks for: bench/production_env.py).
+production_env(os.environ)
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 EMAIL_DOMAIN = "bench.invalid"
 

@@ -194,6 +194,7 @@ async def run_sale(
             draw -= share
         people.append(Customer(index=i, id=cid, token=token, ws=i in ws_set, behaviour=behaviour))
     stack_env = stack.env if stack is not None else os.environ
+    sandbox_token = stack_env.get("SANDBOX_CONTROL_TOKEN", "")
     cfg = SaleConfig(
         event_id=event["event_id"],
         tiers=event["tiers"],
@@ -221,7 +222,13 @@ async def run_sale(
         api = Api(session, urls["http"], rec, concurrency=args.concurrency)
         watch = Api(session, urls["http"], rec, concurrency=args.poll_concurrency)
         buy = Api(session, urls["http"], rec, concurrency=args.purchase_concurrency)
-        sandbox = Api(session, urls["sandbox"], rec, concurrency=args.purchase_concurrency)
+        sandbox = Api(
+            session,
+            urls["sandbox"],
+            rec,
+            concurrency=args.purchase_concurrency,
+            headers={"X-Sandbox-Token": sandbox_token},
+        )
         sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec)
         monitor = Monitor(mon_conn, event["event_id"], inventory, rec, stack)
         phase = ["selling"]
@@ -250,6 +257,7 @@ async def run_sale(
             redis=redis_client,
             stack=stack,
             paystack_secret=stack_env.get("PAYSTACK_SECRET_KEY", "sk_test_fairqueue_sandbox"),
+            sandbox_token=sandbox_token,
             claim_ttl=cfg.claim_ttl,
             expiry_interval=float(stack_env.get("EXPIRY_INTERVAL_SECONDS", 30)),
             heal_timeout=args.heal_timeout,

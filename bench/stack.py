@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.production_env import production_env
 from fairqueue import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -137,9 +138,10 @@ class LocalStack:
         env["PAYSTACK_BASE_URL"] = f"http://127.0.0.1:{env['SANDBOX_PORT']}"
         env["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{env['PORT']}"
         env["SANDBOX_WEBHOOK_URL"] = f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
+        env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
         env["WEB_CONCURRENCY"] = str(self.web_workers)
         env.update({**BENCH_STACK_ENV, **self.env_overrides})
-        env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
+        production_env(env)
         self.env = env
         self.manage("migrate", "--noinput")
         for entry in devstack.app_processes(env):

@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -54,6 +53,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import percentile
+from bench.production_env import production_env
 from bench.stack import BENCH_STACK_ENV, healthz_ok
 from bench.ws_clients import Orchestrator, raise_nofile
 from fairqueue import devstack
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     run_started = time.monotonic()
     try:
         env.update(BENCH_STACK_ENV)
-        env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(48))
+        production_env(env)
         os.environ.update(env)  # this process mints the tokens and runs the ticks
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         from bench.queue_setup import django_setup

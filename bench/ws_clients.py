@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from bench._common import jwt_claims
+from bench._common import jwt_claims, ws_ticket
 
 
 def raise_nofile() -> int:
@@ -86,8 +86,9 @@ class Clients:
             for attempt in range(4):
                 s.started = time.monotonic()
                 try:
+                    ticket = await ws_ticket(self.session, self.url, s.token)
                     s.ws = await self.session.ws_connect(
-                        f"{self.url}?token={s.token}", autoping=True, max_msg_size=0
+                        f"{self.url}?ticket={ticket}", autoping=True, max_msg_size=0
                     )
                     s.handshake = time.monotonic() - s.started
                     break

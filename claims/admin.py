@@ -21,13 +21,29 @@ def _link(route: str, pk: object, label: object) -> str:
     return format_html('<a href="{}">{}</a>', reverse(route, args=[pk]), label)
 
 
+class DisputedFilter(admin.SimpleListFilter):
+    """Claims whose payment is disputed or was reversed at the bank: staff
+    decide on them from the payment's page (their tickets stay valid)."""
+
+    title = "dispute"
+    parameter_name = "dispute"
+
+    def lookups(self, request, model_admin):
+        return [("disputed", "Disputed (payment disputed or reversed)")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "disputed":
+            return queryset.filter(disputed_at__isnull=False)
+        return queryset
+
+
 @admin.register(Claim)
 class ClaimAdmin(admin.ModelAdmin):
     list_display = (
         "short_id", "customer_link", "event_link", "tier_name", "quantity", "total",
-        "state", "created_at", "expires_at", "payments_link",
+        "state", "created_at", "expires_at", "payments_link", "disputed_at",
     )  # fmt: skip
-    list_filter = ("status", "release_reason", "payment_in_flight")
+    list_filter = (DisputedFilter, "status", "release_reason", "payment_in_flight")
     search_fields = ("=id", "customer__email", "=customer__id")
     list_select_related = ("customer", "event", "tier")
     date_hierarchy = "created_at"

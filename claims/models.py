@@ -36,6 +36,9 @@ class Claim(models.Model):
     # (invariant 5). Set and cleared by payments through claims' services, in
     # the transaction that moves the payment.
     payment_in_flight = models.BooleanField(default=False)
+    # The payment is disputed (a chargeback) or was reversed by the customer's
+    # bank: staff decide whether the tickets stay valid (they do until then).
+    disputed_at = models.DateTimeField(null=True, blank=True)
     release_reason = models.CharField(
         max_length=32, choices=choices(ReleaseReason), blank=True, default=""
     )

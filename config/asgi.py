@@ -14,14 +14,14 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from customers.authentication import TokenAuthMiddleware  # noqa: E402
 from fairqueue.metrics import CountWebSockets  # noqa: E402
 from queueing.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": CountWebSockets(TokenAuthMiddleware(URLRouter(websocket_urlpatterns))),
+        # The consumer checks the Origin and the single-use ticket itself.
+        "websocket": CountWebSockets(URLRouter(websocket_urlpatterns)),
     }
 )
 

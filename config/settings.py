@@ -11,17 +11,23 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.safety import challenge_problems, production_problems
 from fairqueue.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 
-DEBUG = env.bool("DJANGO_DEBUG", default=True)
+# Off unless said otherwise: `make run` and `make test` turn it on for
+# themselves (fairqueue/devstack), so a deployment that forgets the variable
+# gets production behaviour and the checks below, never debug pages.
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 _DEV_SECRET_KEY = "dev-insecure-key-change-me-in-production-0123456789"  # noqa: S105 - dev only
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET_KEY if DEBUG else "")
-if not SECRET_KEY:
-    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false")
+# Signs customer, admission and WebSocket tokens. Its own variable in
+# production, so that the key behind Django's sessions is not also the one
+# that mints customers.
+TOKEN_SIGNING_KEY = env.str("TOKEN_SIGNING_KEY", default=SECRET_KEY if DEBUG else "")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
@@ -36,9 +42,32 @@ PORT = env.int("PORT", default=8000)
 WEBSOCKET_PUBLIC_URL = env.str("WEBSOCKET_PUBLIC_URL", default="")
 WS_PORT = env.int("WS_PORT", default=None)
 
+# --- HTTPS (on in production; each settable for a TLS proxy in front) -------
+# Proxies in front of the app whose X-Forwarded-For hop is trusted (nginx in
+# docker compose: 1). 0 = the client is REMOTE_ADDR; never trust the header
+# blindly, or a client picks a new identity for every rate limit.
+NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG
+)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=not DEBUG)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (deploy/nginx.conf
+# overwrites it), so that request.is_secure() and the redirect see https.
+if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=NUM_PROXIES > 0):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Health checks come over plain HTTP from inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# security.W003 cannot see PagesCsrfViewMiddleware (a subclass, see
+# fairqueue/middleware.py); fairqueue.W003 checks for it instead.
+SILENCED_SYSTEM_CHECKS = ["security.W003"]
+
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "console.apps.FairQueueAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -49,6 +78,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
     "channels",
     "django_celery_beat",
+    "axes",
     "customers",
     "inventory",
     "events",
@@ -71,6 +101,8 @@ MIDDLEWARE = [
     "fairqueue.middleware.PagesAuthenticationMiddleware",
     "fairqueue.middleware.PagesMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as its documentation asks: it turns a locked-out login into 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -87,6 +119,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "storefront.context.payments_sandbox",
             ],
         },
     },
@@ -163,7 +196,6 @@ EXPIRY_INTERVAL_SECONDS = env.float("EXPIRY_INTERVAL_SECONDS", default=30.0)
 RECONCILE_INTERVAL_SECONDS = env.float("RECONCILE_INTERVAL_SECONDS", default=30.0)
 
 # --- Auth, tokens, customers -----------------------------------------------
-TOKEN_SIGNING_KEY = env.str("TOKEN_SIGNING_KEY", default=SECRET_KEY)
 CUSTOMER_TOKEN_TTL = timedelta(hours=env.int("CUSTOMER_TOKEN_TTL_HOURS", default=24))
 OTP_TTL = timedelta(minutes=env.int("OTP_TTL_MINUTES", default=10))
 OTP_MAX_ATTEMPTS = env.int("OTP_MAX_ATTEMPTS", default=5)
@@ -172,8 +204,65 @@ OTP_RESEND_SECONDS = env.int("OTP_RESEND_SECONDS", default=60)
 # (purged hourly by the beat task customers.tasks.records_purge).
 OTP_CODE_RETENTION_HOURS = env.int("OTP_CODE_RETENTION_HOURS", default=24)
 IDEMPOTENCY_KEY_RETENTION_HOURS = env.int("IDEMPOTENCY_KEY_RETENTION_HOURS", default=24)
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# WebSocket tickets: single use, exchanged for the socket within this time.
+WS_TICKET_TTL_SECONDS = min(60, env.int("WS_TICKET_TTL_SECONDS", default=30))
+# Email: EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587) or an
+# explicit EMAIL_BACKEND. The console backend is for development only.
+if "EMAIL_URL" in env:
+    globals().update(env.email_url("EMAIL_URL"))
+EMAIL_BACKEND = env.str(
+    "EMAIL_BACKEND",
+    default=globals().get("EMAIL_BACKEND")
+    or (
+        "django.core.mail.backends.console.EmailBackend"
+        if DEBUG
+        else "django.core.mail.backends.smtp.EmailBackend"
+    ),
+)
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="FairQueue <tickets@fairqueue.local>")
+
+# Bot challenge on sign-in and queue join (Cloudflare Turnstile's siteverify
+# API); off unless CHALLENGE_PROVIDER=turnstile. `make run` points the verify
+# URL at the sandbox's test verifier.
+CHALLENGE_PROVIDER = env.str("CHALLENGE_PROVIDER", default="")
+CHALLENGE_SITE_KEY = env.str("CHALLENGE_SITE_KEY", default="")
+CHALLENGE_SECRET_KEY = env.str("CHALLENGE_SECRET_KEY", default="")
+CHALLENGE_VERIFY_URL = env.str(
+    "CHALLENGE_VERIFY_URL", default="https://challenges.cloudflare.com/turnstile/v0/siteverify"
+)
+CHALLENGE_SCRIPT_URL = env.str(
+    "CHALLENGE_SCRIPT_URL", default="https://challenges.cloudflare.com/turnstile/v0/api.js"
+)
+CHALLENGE_TIMEOUT_SECONDS = env.float("CHALLENGE_TIMEOUT_SECONDS", default=5.0)
+# A typo must not switch the challenge off quietly (in any mode).
+if _challenge_problems := challenge_problems(
+    provider=CHALLENGE_PROVIDER, site_key=CHALLENGE_SITE_KEY, secret_key=CHALLENGE_SECRET_KEY
+):
+    raise ImproperlyConfigured("; ".join(_challenge_problems))
+
+# --- Admin logins -------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses a locked-out user or address
+    "django.contrib.auth.backends.ModelBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env.int("ADMIN_PASSWORD_MIN_LENGTH", default=12)},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# django-axes: failures counted per username and, separately, per client
+# address (the same address rule as the API's throttles: NUM_PROXIES).
+AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "fairqueue.clientip.client_ip"  # honours NUM_PROXIES
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
 
 # --- Queue, claims, payments -----------------------------------------------
 ADMISSION_WINDOW_SECONDS = env.int("ADMISSION_WINDOW_SECONDS", default=300)
@@ -186,14 +275,31 @@ CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
 # The cheap queue reconciliation compares set sizes; a full member-by-member
 # pass runs this often (a lost member plus a stale one leave sizes equal).
 QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)
-PAYSTACK_BASE_URL = env.str("PAYSTACK_BASE_URL", default="http://127.0.0.1:8002")
-PAYSTACK_SECRET_KEY = env.str("PAYSTACK_SECRET_KEY", default="sk_test_fairqueue_sandbox")
+# The demo switch: payments go to the sandbox gateway (or Paystack's test
+# mode) and every page says so. `make run` turns it on with the sandbox.
+PAYMENTS_SANDBOX = env.bool("PAYMENTS_SANDBOX", default=False)
+PAYSTACK_BASE_URL = env.str(
+    "PAYSTACK_BASE_URL", default="http://127.0.0.1:8002" if DEBUG else "https://api.paystack.co"
+)
+PAYSTACK_SECRET_KEY = env.str(
+    "PAYSTACK_SECRET_KEY", default="sk_test_fairqueue_sandbox" if DEBUG else ""
+)
 PAYSTACK_TIMEOUT_SECONDS = env.float("PAYSTACK_TIMEOUT_SECONDS", default=10.0)
 # Transient gateway failures (timeouts, 5xx, 429): attempts per call, and the
 # base of the exponential backoff with full jitter between them.
 PAYSTACK_MAX_ATTEMPTS = env.int("PAYSTACK_MAX_ATTEMPTS", default=3)
 PAYSTACK_RETRY_BASE_SECONDS = env.float("PAYSTACK_RETRY_BASE_SECONDS", default=0.25)
 PAYMENT_STALE_SECONDS = env.int("PAYMENT_STALE_SECONDS", default=120)
+# A payment the gateway keeps in a non-final status (ongoing, pending,
+# processing, queued) holds its claim's tickets past the claim's expiry for at
+# most this long; then the claim is released, the payment stays under watch
+# and staff are alerted (docs/PAYMENTS.md, "Non-final statuses").
+PAYMENT_IN_PROGRESS_MAX_SECONDS = env.int("PAYMENT_IN_PROGRESS_MAX_SECONDS", default=1800)
+# The payment return page asks the gateway at most this often per payment.
+PAYMENT_RETURN_VERIFY_SECONDS = env.float("PAYMENT_RETURN_VERIFY_SECONDS", default=3.0)
+# REFUND_REQUIRED payments are refunded through the gateway's Refund API
+# without waiting for staff.
+PAYSTACK_AUTO_REFUND = env.bool("PAYSTACK_AUTO_REFUND", default=True)
 # Test-only hooks that make a process fail at an exact line (e.g. between the
 # Postgres commit and the Redis write). Never enabled in production.
 FAULT_HOOKS_ENABLED = env.bool("FAULT_HOOKS_ENABLED", default=False)
@@ -207,15 +313,16 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "fairqueue.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    # Proxies in front of the app whose X-Forwarded-For hop is trusted (nginx in
-    # docker compose: 1). 0 = the client is REMOTE_ADDR; never trust the header
-    # blindly, or a client picks a new throttle identity on every request.
-    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
-    "DEFAULT_THROTTLE_RATES": {
-        "otp_request": env.str("THROTTLE_OTP_REQUEST", default="10/hour"),
-        "otp_verify": env.str("THROTTLE_OTP_VERIFY", default="30/hour"),
-    },
+    "NUM_PROXIES": NUM_PROXIES,
 }
+# Per client address (an IPv6 /64), comma-separated "N/unit" windows
+# (customers/throttling.py). Wide: a carrier NAT or venue Wi-Fi is one address.
+RATE_LIMITS = {
+    "otp_request": env.str("THROTTLE_OTP_REQUEST", default="60/minute,1200/hour"),
+    "otp_verify": env.str("THROTTLE_OTP_VERIFY", default="120/minute,2400/hour"),
+}
+# Per mailbox: codes sent to one address.
+OTP_EMAIL_LIMITS = env.str("OTP_EMAIL_LIMITS", default="5/hour,20/day")
 SPECTACULAR_SETTINGS = {
     "TITLE": "FairQueue API",
     "DESCRIPTION": "Virtual waiting room and ticket allocation for flash sales.",
@@ -267,3 +374,20 @@ HEARTBEAT_DIR = env.str("HEARTBEAT_DIR", default="")
 # Celery worker and beat serve their own metrics on this port when set
 # (docker compose, where each container is scraped); 0 = off.
 CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
+
+# --- Production refuses unsafe settings (config/safety.py) -------------------------
+if not DEBUG:
+    _problems = production_problems(
+        secret_key=SECRET_KEY,
+        token_signing_key=TOKEN_SIGNING_KEY,
+        paystack_secret_key=PAYSTACK_SECRET_KEY,
+        paystack_base_url=PAYSTACK_BASE_URL,
+        payments_sandbox=PAYMENTS_SANDBOX,
+        email_backend=EMAIL_BACKEND,
+    )
+    if _problems:
+        raise ImproperlyConfigured(
+            "Refusing to start with DJANGO_DEBUG=false: "
+            + "; ".join(_problems)
+            + ". See the README, Configuration."
+        )

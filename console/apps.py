@@ -1,9 +1,11 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class ConsoleConfig(AppConfig):
     name = "console"
     verbose_name = "Console"
+    default = True
 
     def ready(self) -> None:
         # Celery's signal hooks (task timing, heartbeats, the workers'
@@ -13,3 +15,11 @@ class ConsoleConfig(AppConfig):
         from fairqueue.redis import on_redis_failure
 
         on_redis_failure(count_redis_error)
+
+
+class FairQueueAdminConfig(admin_apps.AdminConfig):
+    """``django.contrib.admin`` with the site of console/site.py (every admin
+    action logged)."""
+
+    default = False
+    default_site = "console.site.AdminSite"

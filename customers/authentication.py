@@ -1,17 +1,20 @@
-"""Customer sign-in for the two interfaces: DRF (``Authorization: Bearer``)
-and Channels (``?token=`` on the WebSocket URL)."""
+"""Customer sign-in on the API: ``Authorization: Bearer <customer token>``.
+
+(The queue WebSocket does not take this token: a browser can only put it in
+the URL, where proxies log it. It takes a single-use ticket instead, see
+queueing/services/ws_tickets.py.)"""
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qs
 
 from rest_framework import permissions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from customers.tokens import CustomerPrincipal, customer_token_verify
-from fairqueue.errors import AppError, ErrorCode, Unauthenticated
+from customers.revocation import customer_token_authenticate
+from customers.tokens import CustomerPrincipal
+from fairqueue.errors import ErrorCode, Unauthenticated
 
 
 class CustomerTokenAuthentication(BaseAuthentication):
@@ -27,30 +30,10 @@ class CustomerTokenAuthentication(BaseAuthentication):
             token = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
             raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
-        return customer_token_verify(token), token
+        return customer_token_authenticate(token), token
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
-
-
-class TokenAuthMiddleware:
-    """Channels middleware: puts the customer of ``?token=`` in
-    ``scope["customer"]`` (None when the token is missing or not a valid
-    customer token; the consumer decides how to refuse)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> Any:
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        token = (query.get("token") or [""])[0]
-        customer = None
-        if token:
-            try:
-                customer = customer_token_verify(token)
-            except AppError:
-                customer = None
-        return await self.inner({**scope, "customer": customer}, receive, send)
 
 
 class IsCustomer(permissions.BasePermission):

@@ -6,10 +6,19 @@ from fairqueue.api import StrictSerializer
 
 class OtpRequestSerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
+    nonce = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="To resend: the nonce of this client's last request (its code is replaced).",
+    )
 
 
 class OtpVerifySerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
+    nonce = serializers.CharField(
+        max_length=64,
+        help_text="The nonce the request answered with: the code only works for that client.",
+    )
     code = serializers.RegexField(
         rf"^\d{{{CODE_DIGITS}}}$",
         help_text=f"The {CODE_DIGITS}-digit code from the email.",
@@ -21,6 +30,9 @@ class OtpSentSerializer(serializers.Serializer):
     status = serializers.CharField(help_text='Always "sent", whether or not the address is known.')
     expires_in = serializers.IntegerField(help_text="Seconds the code stays valid.")
     resend_after = serializers.IntegerField(help_text="Seconds before another code may be asked.")
+    nonce = serializers.CharField(
+        help_text="Send it with the code to otp/verify/ (and to otp/request/ to resend)."
+    )
 
 
 class SignInSerializer(serializers.Serializer):
@@ -32,3 +44,11 @@ class SignInSerializer(serializers.Serializer):
 class MeSerializer(serializers.Serializer):
     customer_id = serializers.UUIDField()
     email = serializers.EmailField()
+
+
+class LogoutSerializer(StrictSerializer):
+    everywhere = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Sign out every token of this customer, not only this one.",
+    )

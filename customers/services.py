@@ -14,13 +14,26 @@ Design choices (the why):
   dead within minutes anyway. Django's password hashers (PBKDF2, ~0.3 s of
   CPU each) would add nothing here but would turn every sign-in into CPU
   work on the sync web workers during a flash-sale rush.
-- **The resend throttle and "a new code kills the old ones"** are decided
-  under a transaction-scoped advisory lock per email, so two parallel
-  requests cannot both pass the check and both send a code.
-- **Verify locks the newest code row** (``SELECT ... FOR UPDATE``), counts a
-  wrong attempt or consumes the code with conditional UPDATEs, and commits
-  before answering: a wrong attempt is counted even though the request fails,
-  and two parallel verifies of one code give one token at most.
+- **A code is bound to the client that asked for it.** The request answers
+  with a random nonce (only its hash is stored); verify must carry it. A
+  guess without that nonce finds no code, so it never counts against, locks
+  or spends the code the real owner is typing, and another client's request
+  for the same address does not void it either. A resend from the same
+  client (same nonce) replaces that client's code, at most once per
+  OTP_RESEND_SECONDS.
+- **Limits per mailbox** (OTP_EMAIL_LIMITS, e.g. 5 codes an hour, 20 a day)
+  bound what a stranger can send to someone's inbox and how many codes
+  (each with OTP_MAX_ATTEMPTS guesses) exist for one address; the limits
+  per client address live in the throttles (customers/throttling.py).
+- **One mailbox, one customer**: addresses are looked up by their canonical
+  form (customers/emails.py), so ``ada+2@`` signs in as ``ada@``.
+- **The resend interval and "a new code kills the client's old one"** are
+  decided under a transaction-scoped advisory lock per address, so two
+  parallel requests cannot both pass the check and both send a code.
+- **Verify locks the client's newest code row** (``SELECT ... FOR UPDATE``),
+  counts a wrong attempt or consumes the code with conditional UPDATEs, and
+  commits before answering: a wrong attempt is counted even though the
+  request fails, and two parallel verifies of one code give one token at most.
 """
 
 from __future__ import annotations
@@ -41,7 +54,9 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from customers.emails import email_canonical, email_normalize
 from customers.models import Customer, OneTimeCode
+from customers.throttling import rate_limit_hit, rates_parse
 from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError, Busy, ErrorCode, Forbidden, RateLimited
 
@@ -55,6 +70,7 @@ _HMAC_KEY_SALT = "customers.otp"
 class OtpSent:
     expires_in: int  # seconds
     resend_after: int  # seconds
+    nonce: str  # binds the code to this client: verify must carry it
 
 
 @dataclass(frozen=True)
@@ -64,8 +80,11 @@ class SignIn:
     expires_at: datetime
 
 
-def email_normalize(email: str) -> str:
-    return email.strip().lower()
+NONCE_BYTES = 24
+
+
+def _nonce_hash(nonce: str) -> str:
+    return hashlib.sha256(nonce.encode()).hexdigest()
 
 
 def _code_new() -> str:
@@ -93,18 +112,30 @@ def _lock_email(email: str) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def otp_request(*, email: str) -> OtpSent:
-    """Send a fresh code to ``email``. Same answer for every address; refused
-    (429 ``otp_resend_too_soon``) within OTP_RESEND_SECONDS of the last code."""
-    email = email_normalize(email)
+def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
+    """Send a fresh code to ``email``, bound to a nonce returned to this
+    client. Same answer for every address. ``nonce`` (optional) is the one a
+    previous request of this client got: a resend, which replaces that
+    code and is refused (429 ``otp_resend_too_soon``) within
+    OTP_RESEND_SECONDS of it. Over the mailbox's limits: 429 ``rate_limited``."""
+    address = email_normalize(email)
+    canonical = email_canonical(address)
     code = _code_new()
     now = timezone.now()
     resend = settings.OTP_RESEND_SECONDS
     with transaction.atomic():
-        _lock_email(email)
-        last = OneTimeCode.objects.filter(email=email).order_by("-created_at", "-id").first()
-        if last is not None:
-            wait = resend - (now - last.created_at).total_seconds()
+        _lock_email(canonical)
+        previous = None
+        if nonce:
+            previous = (
+                OneTimeCode.objects.filter(email=canonical, nonce_hash=_nonce_hash(nonce))
+                .order_by("-created_at", "-id")
+                .first()
+            )
+        # An unknown nonce is no resend: a fresh one, so nobody picks the nonce.
+        bound = nonce if previous is not None and nonce else secrets.token_urlsafe(NONCE_BYTES)
+        if previous is not None:
+            wait = resend - (now - previous.created_at).total_seconds()
             if wait > 0:
                 retry_after = math.ceil(wait)
                 raise RateLimited(
@@ -113,11 +144,18 @@ def otp_request(*, email: str) -> OtpSent:
                     details={"retry_after": retry_after},
                     retry_after=retry_after,
                 )
-        # A new code makes every older one useless.
-        OneTimeCode.objects.filter(email=email, consumed_at__isnull=True).update(consumed_at=now)
+        # Counted only for codes that will really be sent.
+        rate_limit_hit(
+            scope="otp_email", ident=canonical, rates=rates_parse(settings.OTP_EMAIL_LIMITS)
+        )
+        # A new code makes this client's older ones useless (nobody else's).
+        OneTimeCode.objects.filter(
+            email=canonical, nonce_hash=_nonce_hash(bound), consumed_at__isnull=True
+        ).update(consumed_at=now)
         otp = OneTimeCode.objects.create(
-            email=email,
-            code_hash=_code_hash(email=email, code=code),
+            email=canonical,
+            nonce_hash=_nonce_hash(bound),
+            code_hash=_code_hash(email=canonical, code=code),
             expires_at=now + settings.OTP_TTL,
         )
     # Sent after the commit: no transaction or lock is held across the mail server.
@@ -130,7 +168,7 @@ def otp_request(*, email: str) -> OtpSent:
                 f"It expires in {minutes} minutes. If you did not ask for it, ignore this email."
             ),
             from_email=None,
-            recipient_list=[email],
+            recipient_list=[address],
         )
     except Exception as exc:
         # Nothing was sent: forget the code so the customer may retry at once.
@@ -139,14 +177,18 @@ def otp_request(*, email: str) -> OtpSent:
         raise Busy(
             "The code could not be sent; try again shortly.", code=ErrorCode.EMAIL_UNAVAILABLE
         ) from exc
-    return OtpSent(expires_in=int(settings.OTP_TTL.total_seconds()), resend_after=resend)
+    return OtpSent(
+        expires_in=int(settings.OTP_TTL.total_seconds()), resend_after=resend, nonce=bound
+    )
 
 
-def otp_verify(*, email: str, code: str) -> SignIn:
+def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
     """Exchange a code for a customer token (creating the customer on first
-    sign-in). Errors: ``otp_invalid`` (400, with attempts left), ``otp_expired``
-    (400), ``otp_locked`` (403, too many wrong attempts: ask for a new code)."""
-    email = email_normalize(email)
+    sign-in). Only the code of this client (``nonce``) is looked at. Errors:
+    ``otp_invalid`` (400, with attempts left), ``otp_expired`` (400),
+    ``otp_locked`` (403, too many wrong attempts: ask for a new code)."""
+    address = email_normalize(email)
+    email = email_canonical(address)
     now = timezone.now()
     max_attempts = settings.OTP_MAX_ATTEMPTS
     error: AppError | None = None
@@ -155,7 +197,7 @@ def otp_verify(*, email: str, code: str) -> SignIn:
     with transaction.atomic(durable=True):
         otp = (
             OneTimeCode.objects.select_for_update()
-            .filter(email=email)
+            .filter(email=email, nonce_hash=_nonce_hash(nonce))
             .order_by("-created_at", "-id")
             .first()
         )
@@ -188,8 +230,22 @@ def otp_verify(*, email: str, code: str) -> SignIn:
             if not consumed:  # cannot happen under the row lock; never hand out a token
                 error = AppError("This code is not valid.", code=ErrorCode.OTP_INVALID)
             else:
-                customer, _ = Customer.objects.get_or_create(email=email)
+                customer = customer_for_mailbox(address=address)
     if error is not None:
         raise error
-    token, expires_at = customer_token_issue(customer_id=customer.id, email=customer.email)
+    token, expires_at = customer_token_issue(
+        customer_id=customer.id, email=customer.email, version=customer.token_version
+    )
     return SignIn(token=token, customer_id=customer.id, expires_at=expires_at)
+
+
+def customer_for_mailbox(*, address: str) -> Customer:
+    """The customer of ``address``'s mailbox, made on first sign-in. Rows
+    that share a mailbox from before canonical lookup resolve to the one the
+    migration kept (``superseded_by`` empty): always the same one."""
+    customer, _ = Customer.objects.get_or_create(
+        email_canonical=email_canonical(address),
+        superseded_by=None,
+        defaults={"email": address},
+    )
+    return customer

@@ -4,7 +4,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from customers.authentication import IsCustomer, customer_of
+from customers.revocation import customer_token_revoke, customer_tokens_revoke_all
 from customers.serializers import (
+    LogoutSerializer,
     MeSerializer,
     OtpRequestSerializer,
     OtpSentSerializer,
@@ -12,42 +14,55 @@ from customers.serializers import (
     SignInSerializer,
 )
 from customers.services import otp_request, otp_verify
-from customers.throttling import FailOpenScopedRateThrottle
+from customers.throttling import ClientRateThrottle
 from fairqueue.api import parse
+from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
+from fairqueue.clientip import client_ip
 from fairqueue.schema import error
 
 
 class OtpRequestView(APIView):
     # Signing in must work whatever stale token the client still sends.
     authentication_classes: list = []
-    throttle_classes = [FailOpenScopedRateThrottle]
+    throttle_classes = [ClientRateThrottle]
     throttle_scope = "otp_request"
 
     @extend_schema(
         operation_id="auth_otp_request",
         summary="Email a sign-in code",
         request=OtpRequestSerializer,
+        parameters=[CHALLENGE_HEADER_PARAMETER],
         responses={
             202: OtpSentSerializer,
             400: error("malformed_request: the body is not JSON."),
+            403: error("challenge_failed: the bot challenge was missing or not passed."),
             422: error("validation_error: not an email address, or unknown fields."),
             429: error(
-                "otp_resend_too_soon (a code was just sent to this address) or rate_limited; "
-                "see the Retry-After header."
+                "otp_resend_too_soon (this client just got a code) or rate_limited (this "
+                "address or this mailbox asked too often); see the Retry-After header."
             ),
-            503: error("email_unavailable: the code could not be sent; retry."),
+            503: error(
+                "email_unavailable (the code could not be sent), challenge_unavailable or "
+                "busy (rate limits cannot be counted); retry."
+            ),
         },
     )
     def post(self, request: Request) -> Response:
         data = parse(OtpRequestSerializer, request.data)
-        sent = otp_request(email=data["email"])
-        body = {"status": "sent", "expires_in": sent.expires_in, "resend_after": sent.resend_after}
+        challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
+        sent = otp_request(email=data["email"], nonce=data.get("nonce"))
+        body = {
+            "status": "sent",
+            "expires_in": sent.expires_in,
+            "resend_after": sent.resend_after,
+            "nonce": sent.nonce,
+        }
         return Response(OtpSentSerializer(body).data, status=202)
 
 
 class OtpVerifyView(APIView):
     authentication_classes: list = []
-    throttle_classes = [FailOpenScopedRateThrottle]
+    throttle_classes = [ClientRateThrottle]
     throttle_scope = "otp_verify"
 
     @extend_schema(
@@ -60,11 +75,12 @@ class OtpVerifyView(APIView):
             403: error("otp_locked: too many wrong codes; ask for a new one."),
             422: error("validation_error: bad email or code format, or unknown fields."),
             429: error("rate_limited; see the Retry-After header."),
+            503: error("busy: rate limits cannot be counted; retry."),
         },
     )
     def post(self, request: Request) -> Response:
         data = parse(OtpVerifySerializer, request.data)
-        signed_in = otp_verify(email=data["email"], code=data["code"])
+        signed_in = otp_verify(email=data["email"], code=data["code"], nonce=data["nonce"])
         body = {
             "token": signed_in.token,
             "customer_id": signed_in.customer_id,
@@ -87,3 +103,25 @@ class MeView(APIView):
     def get(self, request: Request) -> Response:
         customer = customer_of(request)
         return Response(MeSerializer({"customer_id": customer.id, "email": customer.email}).data)
+
+
+class LogoutView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="auth_logout",
+        summary="Sign out this token (or, with everywhere, every token of the customer)",
+        request=LogoutSerializer,
+        responses={
+            204: None,
+            401: error("not_authenticated, invalid_token, token_expired, token_revoked."),
+            422: error("validation_error: unknown fields."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = parse(LogoutSerializer, request.data)
+        if data["everywhere"]:
+            customer_tokens_revoke_all(customer_id=customer_of(request).id)
+        else:
+            customer_token_revoke(principal=customer_of(request))
+        return Response(status=204)

@@ -38,6 +38,9 @@ class ErrorCode(StrEnum):
     NOT_AUTHENTICATED = "not_authenticated"
     INVALID_TOKEN = "invalid_token"  # noqa: S105  (an error code, not a secret)
     TOKEN_EXPIRED = "token_expired"  # noqa: S105  (an error code, not a secret)
+    TOKEN_REVOKED = "token_revoked"  # noqa: S105  (an error code, not a secret)
+    CHALLENGE_FAILED = "challenge_failed"
+    CHALLENGE_UNAVAILABLE = "challenge_unavailable"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
@@ -83,8 +86,9 @@ class ErrorCode(StrEnum):
     # Payments.
     PAYMENT_NOT_FOUND = "payment_not_found"
     ALREADY_PAID = "already_paid"
-    PAYMENT_REFUSED = "payment_refused"
     GATEWAY_UNAVAILABLE = "gateway_unavailable"
+    # The gateway refused our merchant account: the buyer's claim is kept.
+    PAYMENTS_UNAVAILABLE = "payments_unavailable"
     INVALID_SIGNATURE = "invalid_signature"
 
 

@@ -56,3 +56,4 @@ class PagesAuthenticationMiddleware(PagesOnly, AuthenticationMiddleware):
 
 class PagesMessageMiddleware(PagesOnly, MessageMiddleware):
     pass
+

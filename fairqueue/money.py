@@ -52,3 +52,8 @@ def money_parse(value: str | Decimal | int, currency: str) -> int:
         unit = "no minor unit" if digits == 0 else f"at most {digits} decimals"
         raise ValueError(f"{currency.upper()} amounts have {unit}.")
     return int(minor)
+
+
+# The currencies Paystack accepts (its "Supported currencies" page): an event
+# priced in anything else could never be paid for.
+GATEWAY_CURRENCIES = frozenset({"NGN", "USD", "GHS", "ZAR", "KES", "XOF", "EGP"})

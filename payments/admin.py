@@ -1,7 +1,8 @@
-"""Payments in the admin, for staff: find stuck, flagged and
-refund-required payments and act on them through the services. Nothing is
-edited by hand; the event log is read-only (the database refuses changes to
-it anyway).
+"""Payments in the admin, for staff: find stuck, blocked, overdue, flagged,
+refund and disputed payments, read why each needs attention, and act on them
+through the services. Nothing is edited by hand; the event log is read-only
+(the database refuses changes to it anyway). Money is shown in the
+currency's major unit.
 
 Viewing needs ``payments.view_payment``; the actions need
 ``payments.change_payment`` (superusers have both). A user who belongs to an
@@ -12,21 +13,38 @@ all (fairqueue/adminscope.py).
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db.models import Q, QuerySet
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from fairqueue.adminscope import organizer_scope
 from fairqueue.errors import AppError
-from payments.domain import PaymentStatus
-from payments.models import Payment, PaymentEvent, WebhookReceipt
-from payments.selectors import stuck_q
-from payments.services import payment_fail_and_release, payment_mark_refunded, payment_verify_now
+from fairqueue.money import money_format
+from payments.attention import attention_filters, payment_attention
+from payments.forms import RefundForm, minor_units
+from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
+from payments.services import (
+    payment_fail_and_release,
+    payment_keep_tickets,
+    payment_mark_refunded,
+    payment_refund_by_staff,
+    payment_verify_now,
+)
 
 
 def _actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
+
+
+def _link(viewname: str, pk: object, text: object) -> str:
+    try:
+        url = reverse(viewname, args=[pk])
+    except NoReverseMatch:
+        return str(text)
+    return format_html('<a href="{}">{}</a>', url, text)
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
@@ -34,20 +52,11 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
     parameter_name = "attention"
 
     def lookups(self, request, model_admin):
-        return [
-            ("stuck", "Stuck (INITIALIZING/PENDING past the stale threshold)"),
-            ("refund", "Refund required"),
-            ("flagged", "Flagged (amount/currency mismatch)"),
-        ]
+        return [(key, label) for key, (label, _) in attention_filters().items()]
 
     def queryset(self, request, queryset):
-        if self.value() == "stuck":
-            return queryset.filter(stuck_q())
-        if self.value() == "refund":
-            return queryset.filter(status=PaymentStatus.REFUND_REQUIRED)
-        if self.value() == "flagged":
-            return queryset.filter(~Q(flag_reason=""))
-        return queryset
+        chosen = attention_filters().get(self.value() or "")
+        return queryset.filter(chosen[1]) if chosen else queryset
 
 
 class ReadOnlyMixin:
@@ -71,29 +80,48 @@ class PaymentEventInline(ReadOnlyMixin, admin.TabularInline):
     show_change_link = False
 
 
+class RefundInline(ReadOnlyMixin, admin.TabularInline):
+    model = Refund
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "amount_display", "status", "requested_by", "reason",
+              "gateway_refund_id", "gateway_status", "failure_reason")  # fmt: skip
+    readonly_fields = fields
+    ordering = ("created_at",)
+
+    @admin.display(description="amount")
+    def amount_display(self, refund: Refund) -> str:
+        return money_format(refund.amount, refund.currency)
+
+
 @admin.register(Payment)
 class PaymentAdmin(admin.ModelAdmin):
-    list_display = (
-        "reference",
-        "status",
-        "amount",
-        "currency",
-        "email",
-        "claim_link",
-        "flagged",
-        "gateway_status",
-        "created_at",
-        "updated_at",
-    )
+    list_display = ("reference", "status", "amount_display", "customer_link", "claim_link",
+                    "attention_list", "gateway_status", "created_at")  # fmt: skip
     list_filter = (NeedsAttentionFilter, "status", "currency")
     search_fields = ("=reference", "email", "=claim__id", "=id")
-    list_select_related = ("claim",)
+    list_select_related = ("claim", "customer")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     show_full_result_count = False
-    readonly_fields = [*(f.name for f in Payment._meta.fields), "claim_link"]
-    inlines = [PaymentEventInline]
-    actions = ["verify_with_gateway", "fail_and_release", "mark_refunded"]
+    fieldsets = (
+        (None, {"fields": ("attention_explained",)}),
+        ("Payment", {"fields": ("reference", "status", "amount_display", "paid_display",
+                                "refunded_display", "customer_link", "claim_link", "event_link",
+                                "log_link", "created_at", "confirmed_at", "failed_at")}),
+        ("Gateway", {"fields": ("gateway_status", "gateway_transaction_id", "authorization_url",
+                                "failure_reason", "flag_reason", "dispute", "disputed_at",
+                                "blocked_since", "overdue_at", "verified_at", "checks",
+                                "next_check_at")}),
+    )  # fmt: skip
+    readonly_fields = [
+        *(f.name for f in Payment._meta.fields),
+        "attention_explained", "amount_display", "paid_display", "refunded_display",
+        "customer_link", "claim_link", "event_link", "log_link",
+    ]  # fmt: skip
+    inlines = [RefundInline, PaymentEventInline]
+    actions = ["verify_with_gateway", "fail_and_release", "refund", "mark_refunded",
+               "keep_tickets"]  # fmt: skip
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
         return organizer_scope(request, super().get_queryset(request), "claim__event__organizer_id")
@@ -104,20 +132,63 @@ class PaymentAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Payment | None = None) -> bool:
         return False
 
+    # --- what staff read -------------------------------------------------------
     # The change form only shows (every field is read-only); "change"
     # permission is what the actions below require.
+    @admin.display(description="amount", ordering="amount")
+    def amount_display(self, payment: Payment) -> str:
+        return money_format(payment.amount, payment.currency)
+
+    @admin.display(description="paid (gateway says)")
+    def paid_display(self, payment: Payment) -> str:
+        if payment.paid_amount is None:
+            return "—"
+        return money_format(payment.paid_amount, payment.paid_currency or payment.currency)
+
+    @admin.display(description="refunded")
+    def refunded_display(self, payment: Payment) -> str:
+        return money_format(payment.refunded_amount, payment.paid_currency or payment.currency)
+
+    @admin.display(description="customer")
+    def customer_link(self, payment: Payment) -> str:
+        return _link("admin:core_customer_change", payment.customer_id, payment.email)
+
     @admin.display(description="claim")
     def claim_link(self, payment: Payment) -> str:
+        claim = payment.claim
+        return _link("admin:claims_claim_change", payment.claim_id, f"{claim.status} {claim.pk}")
+
+    @admin.display(description="event")
+    def event_link(self, payment: Payment) -> str:
+        return _link("admin:events_event_change", payment.claim.event_id, payment.claim.event)
+
+    @admin.display(description="payment log")
+    def log_link(self, payment: Payment) -> str:
         try:
-            url = reverse("admin:claims_claim_change", args=[payment.claim_id])
+            url = reverse("admin:payments_paymentevent_changelist")
         except NoReverseMatch:
-            return str(payment.claim_id)
-        return format_html('<a href="{}">{}</a>', url, payment.claim_id)
+            return ""
+        count = payment.events.count()
+        return format_html(
+            '<a href="{}?payment__id__exact={}">{} entries</a> (also below)', url, payment.pk, count
+        )
 
-    @admin.display(boolean=True, description="flagged")
-    def flagged(self, payment: Payment) -> bool:
-        return bool(payment.flag_reason)
+    @admin.display(description="needs attention")
+    def attention_list(self, payment: Payment) -> str:
+        return ", ".join(a.key for a in payment_attention(payment)) or "—"
 
+    @admin.display(description="needs attention")
+    def attention_explained(self, payment: Payment) -> str:
+        found = payment_attention(payment)
+        if not found:
+            return "Nothing: this payment needs no one."
+        return format_html_join(
+            "",
+            "<p><strong>{}</strong><br>{}<br><em>What to do:</em> {}</p>",
+            ((a.title, a.meaning, a.what_to_do) for a in found),
+        )
+
+    # --- what staff do ---------------------------------------------------------
     def _run(self, request: HttpRequest, queryset: QuerySet[Payment], action, label: str) -> None:
         done, refused = 0, []
         for payment in queryset:
@@ -139,9 +210,57 @@ class PaymentAdmin(admin.ModelAdmin):
     def fail_and_release(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_fail_and_release, "Failed and released")
 
-    @admin.action(description="Mark refunded", permissions=["change"])
+    @admin.action(
+        description="Mark refunded (money returned outside FairQueue)", permissions=["change"]
+    )
     def mark_refunded(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_mark_refunded, "Marked refunded")
+
+    @admin.action(description="Keep the tickets (close the dispute flag)", permissions=["change"])
+    def keep_tickets(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
+        self._run(request, queryset, payment_keep_tickets, "Tickets kept")
+
+    @admin.action(description="Refund through the gateway…", permissions=["change"])
+    def refund(self, request: HttpRequest, queryset: QuerySet[Payment]):
+        """An intermediate page asks for the amount (empty: all that is left)
+        and the reason; then each selected payment is refunded."""
+        form = RefundForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            self._refund_each(request, queryset, form)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Refund through the gateway",
+            "opts": self.model._meta,
+            "payments": [(p, money_format(p.amount, p.currency)) for p in queryset],
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/payments/payment/refund.html", context)
+
+    def _refund_each(self, request: HttpRequest, queryset: QuerySet[Payment], form) -> None:
+        major, reason = form.cleaned_data["amount"], form.cleaned_data["reason"]
+        done, refused = [], []
+        for payment in queryset:
+            amount = None
+            if major is not None:
+                amount = minor_units(major, payment.paid_currency or payment.currency)
+                if amount is None:
+                    refused.append(f"{payment.reference}: {major} has too many decimals")
+                    continue
+            try:
+                refund = payment_refund_by_staff(
+                    payment_id=payment.pk, actor=_actor(request), reason=reason, amount=amount
+                )
+            except AppError as exc:
+                refused.append(f"{payment.reference}: {exc.message}")
+                continue
+            done.append(f"{payment.reference} ({money_format(refund.amount, refund.currency)}, "
+                        f"{refund.status.lower()})")  # fmt: skip
+        if done:
+            self.message_user(request, f"Refunds asked for: {', '.join(done)}.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
 
     def save_model(self, request, obj, form, change) -> None:
         """Never: payments change only through the services."""
@@ -166,9 +285,59 @@ class PaymentEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
         )
 
 
+@admin.register(Refund)
+class RefundAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("created_at", "payment", "amount_display", "status", "requested_by",
+                    "gateway_refund_id", "settled_at")  # fmt: skip
+    list_filter = ("status", "requested_by")
+    search_fields = ("=payment__reference", "=gateway_refund_id")
+    list_select_related = ("payment",)
+    readonly_fields = [f.name for f in Refund._meta.fields]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
+        return organizer_scope(
+            request, super().get_queryset(request), "payment__claim__event__organizer_id"
+        )
+
+    @admin.display(description="amount")
+    def amount_display(self, refund: Refund) -> str:
+        return money_format(refund.amount, refund.currency)
+
+
+class IncidentOpenFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("open", "Open"), ("resolved", "Resolved")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("open", "resolved"):
+            return queryset.filter(resolved_at__isnull=self.value() == "open")
+        return queryset
+
+
+@admin.register(GatewayIncident)
+class GatewayIncidentAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Platform-wide (the merchant account is one): only for staff granted
+    ``payments.view_gatewayincident``."""
+
+    list_display = ("operation", "opened_at", "last_seen_at", "failures", "last_http_status",
+                    "last_message", "resolved_at")  # fmt: skip
+    list_filter = (IncidentOpenFilter, "operation")
+    readonly_fields = [f.name for f in GatewayIncident._meta.fields]
+
+
 @admin.register(WebhookReceipt)
 class WebhookReceiptAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("received_at", "event_type", "reference", "payment")
     list_filter = ("event_type",)
     search_fields = ("=reference",)
     readonly_fields = [f.name for f in WebhookReceipt._meta.fields]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookReceipt]:
+        # A receipt for an unknown reference (no payment) names no organizer:
+        # platform staff only.
+        return organizer_scope(
+            request, super().get_queryset(request), "payment__claim__event__organizer_id"
+        )

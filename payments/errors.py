@@ -1,6 +1,6 @@
 """Errors the payments interfaces answer with (all in the one envelope)."""
 
-from fairqueue.errors import AppError, Conflict, ErrorCode, GatewayError
+from fairqueue.errors import AppError, Conflict, ErrorCode
 
 
 class GatewayUnavailable(AppError):
@@ -12,12 +12,14 @@ class GatewayUnavailable(AppError):
     message = "The payment gateway is not answering; retry shortly."
 
 
-class PaymentRefused(GatewayError):
-    """The gateway refused the payment for good: it is FAILED and the claim
-    released."""
+class PaymentsUnavailable(AppError):
+    """The gateway refused us for a reason on our side (our key, our account,
+    our request): not the buyer's fault. The payment waits, the claim is kept
+    (and gets the lost time back), staff are alerted; try again later."""
 
-    code = ErrorCode.PAYMENT_REFUSED
-    message = "The payment gateway refused this payment; the claim was released."
+    status = 503
+    code = ErrorCode.PAYMENTS_UNAVAILABLE
+    message = "Payments are unavailable for a moment; your tickets stay held. Retry shortly."
 
 
 class AlreadyPaid(Conflict):

@@ -6,9 +6,14 @@ whether it talks to Paystack or to the sandbox gateway.
 
 Failures are typed: ``GatewayTransientError`` (timeouts, connection errors,
 5xx, 429: retried here with exponential backoff and full jitter, bounded in
-attempts and in time) and ``GatewayPermanentError`` (4xx, ``"status": false``,
-an answer we cannot read: never retried). The secret is never logged; log
-lines carry the reference and the status only.
+attempts and in time; a 429's ``Retry-After`` is waited out when it fits in
+the call's deadline, else handed to the caller) and ``GatewayPermanentError``
+(4xx, ``"status": false``, an answer we cannot read: never retried). The
+secret is never logged; log lines carry the reference and the status only.
+
+Calls: ``POST /transaction/initialize``, ``GET /transaction/verify/:reference``,
+``POST /refund``, ``GET /refund/:id`` and ``GET /refund?reference=`` (Paystack's
+API reference).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -29,14 +36,22 @@ from django.conf import settings
 logger = logging.getLogger(__name__)
 
 DUPLICATE_REFERENCE_MESSAGE = "duplicate transaction reference"
-REFERENCE_NOT_FOUND_MESSAGE = "transaction reference not found"
+# How the gateway says it has never seen a reference: the 400 of its verify
+# endpoint, and the 404 of its OpenAPI description ("Entity not found").
+NOT_FOUND_MESSAGES = ("transaction reference not found", "entity not found")
+# A Retry-After longer than this is not believed (a misconfigured proxy).
+MAX_RETRY_AFTER_SECONDS = 3600
 
 
 class GatewayTransientError(Exception):
-    """The gateway may succeed if asked again later."""
+    """The gateway may succeed if asked again later; ``retry_after`` is what it
+    asked us to wait (a 429's ``Retry-After``), in seconds, if it said."""
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retry_after: int | None = None
+    ) -> None:
         self.status_code = status_code
+        self.retry_after = retry_after
         super().__init__(message)
 
 
@@ -57,7 +72,31 @@ class GatewayPermanentError(Exception):
 
     @property
     def reference_not_found(self) -> bool:
-        return REFERENCE_NOT_FOUND_MESSAGE in self.gateway_message.lower()
+        message = self.gateway_message.lower()
+        return self.status_code == 404 or any(m in message for m in NOT_FOUND_MESSAGES)
+
+    @property
+    def credentials_refused(self) -> bool:
+        """Our secret key was refused (rotated, revoked, wrong environment)."""
+        return self.status_code in (401, 403)
+
+
+def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> int | None:
+    """``Retry-After`` as whole seconds: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = int(value)
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = int((when - (now or datetime.now(UTC))).total_seconds() + 0.999)
+    return max(0, min(seconds, MAX_RETRY_AFTER_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -76,6 +115,31 @@ class VerifyAnswer:
     currency: Any
     transaction_id: str
     raw: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RefundAnswer:
+    refund_id: str
+    status: str
+    amount: Any
+    currency: Any
+    transaction_reference: str
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], raw: dict[str, Any]) -> RefundAnswer:
+        transaction = data.get("transaction")
+        reference = data.get("transaction_reference") or (
+            transaction.get("reference") if isinstance(transaction, dict) else ""
+        )
+        return cls(
+            refund_id=str(data.get("id") or ""),
+            status=str(data.get("status") or ""),
+            amount=data.get("amount"),
+            currency=data.get("currency"),
+            transaction_reference=str(reference or ""),
+            raw=raw,
+        )
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -174,6 +238,49 @@ class PaystackClient:
             raw=payload,
         )
 
+    def refund(
+        self,
+        *,
+        reference: str,
+        amount: int | None,
+        currency: str,
+        merchant_note: str,
+        customer_note: str,
+    ) -> RefundAnswer:
+        """``POST /refund``: ``amount`` None refunds all that is left."""
+        body: dict[str, Any] = {
+            "transaction": reference,
+            "currency": currency,
+            "merchant_note": merchant_note,
+            "customer_note": customer_note,
+        }
+        if amount is not None:
+            body["amount"] = amount
+        payload = self._call("POST", "/refund", reference=reference, json=body)
+        return self._refund_answer(payload)
+
+    def refund_fetch(self, *, refund_id: str, reference: str) -> RefundAnswer:
+        path = f"/refund/{quote(refund_id, safe='')}"
+        return self._refund_answer(self._call("GET", path, reference=reference))
+
+    def refunds_of(self, *, reference: str) -> list[RefundAnswer]:
+        """The refunds the gateway has for a transaction (``GET /refund``,
+        filtered by the transaction's reference)."""
+        payload = self._call("GET", "/refund", reference=reference, params={"reference": reference})
+        data = payload.get("data")
+        if not isinstance(data, list):
+            raise GatewayPermanentError("refund list answer has no data list", body=payload)
+        answers = [RefundAnswer.from_data(d, payload) for d in data if isinstance(d, dict)]
+        # A filter the gateway ignored must not hand us another transaction's refunds.
+        return [a for a in answers if a.transaction_reference in ("", reference)]
+
+    @staticmethod
+    def _refund_answer(payload: dict[str, Any]) -> RefundAnswer:
+        data = payload.get("data")
+        if not isinstance(data, dict) or "status" not in data:
+            raise GatewayPermanentError("refund answer has no data.status", body=payload)
+        return RefundAnswer.from_data(data, payload)
+
     # --- transport -------------------------------------------------------------
     def _call(self, method: str, path: str, *, reference: str, **kwargs: Any) -> dict[str, Any]:
         started = time.monotonic()
@@ -192,6 +299,8 @@ class PaystackClient:
             except GatewayTransientError as exc:
                 elapsed = time.monotonic() - started
                 delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
+                if exc.retry_after is not None:
+                    delay = max(delay, float(exc.retry_after))
                 if attempt >= self.max_attempts or elapsed + delay >= self.deadline:
                     logger.warning(
                         "paystack %s %s reference=%s gave up after %d attempts: %s",
@@ -231,7 +340,13 @@ class PaystackClient:
             raise GatewayTransientError(f"request error: {type(exc).__name__}") from exc
 
         status_code = response.status_code
-        if status_code == 429 or status_code >= 500:
+        if status_code == 429:
+            raise GatewayTransientError(
+                "HTTP 429",
+                status_code=429,
+                retry_after=retry_after_seconds(response.headers.get("Retry-After")),
+            )
+        if status_code >= 500:
             raise GatewayTransientError(f"HTTP {status_code}", status_code=status_code)
         try:
             payload = response.json()

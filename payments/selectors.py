@@ -10,8 +10,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from fairqueue.errors import ErrorCode, NotFound
-from payments.domain import LIVE_STATUSES, PaymentStatus
-from payments.models import Payment, PaymentEvent
+from payments.attention import attention_filters
+from payments.domain import LIVE_STATUSES
+from payments.models import GatewayIncident, Payment, PaymentEvent
 
 
 def payment_get_for_customer(*, payment_id: uuid.UUID, customer_id: uuid.UUID) -> Payment:
@@ -45,9 +46,24 @@ def payments_stuck() -> QuerySet[Payment]:
 
 
 def payments_needing_staff() -> QuerySet[Payment]:
-    return Payment.objects.filter(
-        stuck_q() | Q(status=PaymentStatus.REFUND_REQUIRED) | ~Q(flag_reason="")
-    )
+    """Every payment one of the admin's "needs attention" filters lists."""
+    condition = Q(pk__in=[])
+    for _, q in attention_filters().values():
+        condition |= q
+    return Payment.objects.filter(condition)
+
+
+def payments_needing_staff_counts() -> dict[str, int]:
+    """How many payments each "needs attention" filter lists (for monitoring
+    and dashboards)."""
+    return {
+        key: Payment.objects.filter(q).count() for key, (_, q) in attention_filters().items()
+    }
+
+
+def gateway_incidents_open() -> QuerySet[GatewayIncident]:
+    """Merchant-side refusals still going on: ``failures`` counts them."""
+    return GatewayIncident.objects.filter(resolved_at__isnull=True)
 
 
 def payment_events(*, payment_id: uuid.UUID) -> QuerySet[PaymentEvent]:

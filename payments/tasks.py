@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 from celery import shared_task
 from django.conf import settings
@@ -25,3 +26,10 @@ def payments_reconcile() -> dict[str, int]:
 def paying_claims_expire() -> dict:
     budget = max(5.0, settings.EXPIRY_INTERVAL_SECONDS * 0.8)
     return dataclasses.asdict(services.paying_claims_expire(time_budget_seconds=budget))
+
+
+@shared_task(name="payments.tasks.payment_refund_auto")
+def payment_refund_auto(payment_id: str) -> str:
+    """Enqueued when a payment becomes REFUND_REQUIRED; reconciliation is
+    the safety net when this never runs."""
+    return services.payment_refund_auto(payment_id=uuid.UUID(payment_id))

@@ -44,8 +44,11 @@ class ClaimPaymentView(APIView):
                 "validation_error (the body is not an empty object), "
                 "invalid_idempotency_key or idempotency_mismatch."
             ),
-            502: error("payment_refused: the gateway refused; the claim was released."),
-            503: error("gateway_unavailable or busy: retry after Retry-After."),
+            503: error(
+                "gateway_unavailable (the gateway did not answer), payments_unavailable "
+                "(the gateway refused our merchant account: the claim stays held and gets "
+                "the time back) or busy: retry after Retry-After."
+            ),
         },
     )
     @idempotent("payments.create")
@@ -83,10 +86,13 @@ def paystack_webhook(request: HttpRequest) -> HttpResponse:
     """No authentication but the signature. The raw body is read before
     anything parses it: the signature covers those exact bytes."""
     body = request.body
+    signature = request.headers.get("x-paystack-signature")
+    # A hex digest is ASCII; anything else is no signature of ours (and
+    # hmac.compare_digest refuses to compare non-ASCII text: a 500).
+    if signature is not None and not signature.isascii():
+        signature = ""
     try:
-        outcome = payment_webhook_receive(
-            body=body, signature=request.headers.get("x-paystack-signature")
-        )
+        outcome = payment_webhook_receive(body=body, signature=signature)
     except AppError as exc:
         return json_error(exc.code, exc.message, exc.status)
     return JsonResponse({"status": outcome.value})

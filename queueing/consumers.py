@@ -1,18 +1,22 @@
-"""Live queue pushes over WebSocket: ``ws/events/<id>/queue/?token=...``.
+"""Live queue pushes over WebSocket: ``ws/events/<id>/queue/?ticket=...``.
 
-Thin: checks who and from where, joins two groups (the event, and this
-customer of this event), sends a snapshot, then forwards what the services
-broadcast (``queue.push`` messages). Close codes: 4401 missing or bad customer
-token, 4403 origin not allowed, 4404 unknown event. The handshake is accepted
-before closing so browsers see the code (a refused handshake is a bare 403).
+Thin: checks from where and who (a single-use ticket from
+``POST /api/v1/events/<id>/queue/ws-ticket/``; the long-lived customer token
+is not accepted in a URL), joins two groups (the event, and this customer of
+this event), sends a snapshot, then forwards what the services broadcast
+(``queue.push`` messages). Close codes: 4401 missing, used, expired or
+foreign ticket, 4403 origin not allowed, 4404 unknown event, 4503 tickets
+cannot be checked right now (retry). The handshake is accepted before
+closing so browsers see the code (a refused handshake is a bare 403).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+from asgiref.sync import sync_to_async
 from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -23,18 +27,19 @@ from fairqueue.broadcast import PUSH_TYPE, customer_group, event_group
 from fairqueue.errors import AppError
 from queueing.selectors import event_snapshot
 from queueing.serializers import position_body
-from queueing.services import queue_position
+from queueing.services import queue_position, ws_ticket_redeem
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_BAD_ORIGIN = 4403
 CLOSE_UNKNOWN_EVENT = 4404
+CLOSE_TRY_AGAIN = 4503
 
 
 def origin_allowed(origin: str | None) -> bool:
     """No Origin header: not a browser (scripts, load tests), allowed; the
-    customer token is still required. A browser's Origin must be listed in
+    ticket is still required. A browser's Origin must be listed in
     WEBSOCKET_ALLOWED_ORIGINS, or, when that is empty, its host must match
     ALLOWED_HOSTS (same host as the site)."""
     if origin is None:
@@ -44,6 +49,11 @@ def origin_allowed(origin: str | None) -> bool:
         return "*" in allowed or origin.rstrip("/") in {o.rstrip("/") for o in allowed}
     host = urlsplit(origin).hostname
     return bool(host and validate_host(host, settings.ALLOWED_HOSTS))
+
+
+def _ticket(scope: dict) -> str:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return (query.get("ticket") or [""])[0]
 
 
 def _header(scope: dict, name: bytes) -> str | None:
@@ -59,10 +69,11 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.groups_joined = []
         await self.accept()
-        customer = self.scope.get("customer")
-        if customer is None:
+        ticket = _ticket(self.scope)
+        if not ticket:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        # Before the ticket is spent: a page on a foreign origin burns nothing.
         if not origin_allowed(_header(self.scope, b"origin")):
             await self.close(code=CLOSE_BAD_ORIGIN)
             return
@@ -70,8 +81,18 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         if await database_sync_to_async(event_snapshot)(event_id=event_id) is None:
             await self.close(code=CLOSE_UNKNOWN_EVENT)
             return
-        self.event_id, self.customer_id = event_id, customer.id
-        for group in (event_group(event_id), customer_group(event_id, customer.id)):
+        try:
+            customer_id = await sync_to_async(ws_ticket_redeem, thread_sensitive=False)(
+                event_id=event_id, ticket=ticket
+            )
+        except AppError:  # Redis cannot say: the client gets a new ticket and retries
+            await self.close(code=CLOSE_TRY_AGAIN)
+            return
+        if customer_id is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.event_id, self.customer_id = event_id, customer_id
+        for group in (event_group(event_id), customer_group(event_id, customer_id)):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
         await self.send_json(await self._snapshot())

@@ -40,6 +40,13 @@ class QueuePositionSerializer(serializers.Serializer):
     )
 
 
+class WsTicketSerializer(serializers.Serializer):
+    ticket = serializers.CharField(
+        help_text="Open ws/events/{id}/queue/?ticket=<ticket> with it: once, and soon."
+    )
+    expires_in = serializers.IntegerField(help_text="Seconds the ticket stays valid (at most 60).")
+
+
 def joined_body(result: JoinResult) -> dict:
     return {
         "queue_entry_id": str(result.queue_entry_id),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from queueing.views import QueuePositionView, QueueView
+from queueing.views import QueuePositionView, QueueView, QueueWsTicketView
 
 urlpatterns = [
     path("events/<uuid:event_id>/queue/", QueueView.as_view(), name="queue"),
@@ -8,5 +8,10 @@ urlpatterns = [
         "events/<uuid:event_id>/queue/position/",
         QueuePositionView.as_view(),
         name="queue-position",
+    ),
+    path(
+        "events/<uuid:event_id>/queue/ws-ticket/",
+        QueueWsTicketView.as_view(),
+        name="queue-ws-ticket",
     ),
 ]

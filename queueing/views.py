@@ -17,14 +17,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from customers.authentication import IsCustomer, customer_of
+from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
+from fairqueue.clientip import client_ip
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
     QueuePositionSerializer,
+    WsTicketSerializer,
     joined_body,
     position_body,
 )
-from queueing.services import queue_abandon, queue_join, queue_position
+from queueing.services import queue_abandon, queue_join, queue_position, ws_ticket_issue
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -47,17 +50,21 @@ class QueueView(HotPathView):
         operation_id="queue_join",
         summary="Join the waiting room of an event",
         request=None,
+        parameters=[CHALLENGE_HEADER_PARAMETER],
         responses={
             201: QueueJoinedSerializer,
             401: error("not_authenticated / invalid_token"),
+            403: error("challenge_failed: the bot challenge was missing or not passed."),
             404: error("event_not_found"),
             409: error(
                 "already_in_queue, event_not_on_sale, or already_claimed "
                 "(details.claim_id names the claim that holds the tickets)"
             ),
+            503: error("challenge_unavailable or busy: retry shortly."),
         },
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
+        challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
         result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
         return _json(joined_body(result), status=201)
 
@@ -87,3 +94,23 @@ class QueuePositionView(HotPathView):
     def get(self, request: Request, event_id: str) -> HttpResponse:
         result = queue_position(event_id=event_id, customer_id=customer_of(request).id)
         return _json(position_body(result))
+
+
+class QueueWsTicketView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="queue_ws_ticket",
+        summary="A single-use ticket that opens the queue WebSocket (?ticket=)",
+        request=None,
+        responses={
+            201: WsTicketSerializer,
+            401: error("not_authenticated / invalid_token / token_revoked"),
+            404: error("event_not_found"),
+            503: error("busy: retry shortly"),
+        },
+    )
+    def post(self, request: Request, event_id: str) -> Response:
+        issued = ws_ticket_issue(event_id=event_id, customer_id=customer_of(request).id)
+        body = {"ticket": issued.ticket, "expires_in": issued.expires_in}
+        return Response(WsTicketSerializer(body).data, status=201)

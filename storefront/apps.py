@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.core import checks
+
+from fairqueue.checks import csrf_middleware_check
 
 
 class StorefrontConfig(AppConfig):
@@ -7,3 +10,5 @@ class StorefrontConfig(AppConfig):
 
     def ready(self) -> None:
         from storefront import receivers  # noqa: F401  (connects the confirmation email)
+        # The pages and the admin are what CSRF protects.
+        checks.register(csrf_middleware_check, checks.Tags.security, deploy=True)

@@ -22,7 +22,7 @@ from events.selectors import event_public_get, events_public
 from fairqueue.errors import NotFound
 from fairqueue.money import money_format
 from payments.domain import LIVE_STATUSES
-from payments.selectors import payment_by_reference
+from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
 from storefront.selectors import paid_tickets
 from storefront.ticket_pages import check_in_page, my_tickets_page, ticket_page, ticket_qr_svg
@@ -80,10 +80,10 @@ def signin_page(request: HttpRequest) -> HttpResponse:
 
 def payment_return_page(request: HttpRequest) -> HttpResponse:
     """The gateway appends ``?reference=``. The reference is unguessable, so
-    showing its status needs no sign-in; the webhook (or reconciliation)
-    does the confirming, this page only reports and refreshes while pending."""
+    showing its status needs no sign-in. The gateway is asked at once (a
+    decline sends no webhook); the page refreshes itself while pending."""
     reference = (request.GET.get("reference") or request.GET.get("trxref") or "")[:64]
-    payment = payment_by_reference(reference=reference) if reference else None
+    payment = payment_check_on_return(reference=reference) if reference else None
     return render(
         request,
         "payments/return.html",

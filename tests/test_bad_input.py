@@ -38,6 +38,7 @@ pytestmark = pytest.mark.django_db
 # schema below, so a new endpoint cannot be forgotten here).
 PROTECTED = [
     ("get", "/api/v1/auth/me/"),
+    ("post", "/api/v1/auth/logout/"),
     ("get", "/api/v1/claims/{claim_id}/"),
     ("delete", "/api/v1/claims/{claim_id}/"),
     ("post", "/api/v1/claims/{claim_id}/payments/"),
@@ -45,6 +46,7 @@ PROTECTED = [
     ("post", "/api/v1/events/{event_id}/queue/"),
     ("delete", "/api/v1/events/{event_id}/queue/"),
     ("get", "/api/v1/events/{event_id}/queue/position/"),
+    ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"),
     ("get", "/api/v1/payments/{payment_id}/"),
     ("get", "/api/v1/events/{event_id}/me/"),
     ("get", "/api/v1/me/tickets/"),
@@ -53,6 +55,7 @@ PROTECTED = [
 WITH_BODY = [
     "/api/v1/auth/otp/request/",
     "/api/v1/auth/otp/verify/",
+    "/api/v1/auth/logout/",
     "/api/v1/events/{event_id}/claims/",
     "/api/v1/claims/{claim_id}/payments/",
 ]
@@ -487,4 +490,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 10
+    assert probed == 11

@@ -121,7 +121,8 @@ def test_mint_customer_tokens_writes_one_verified_line_per_customer(tmp_path):
         principal = customer_token_verify(token)
         assert str(principal.id) == customer_id
         assert principal.email == customers[customer_id]
-        assert principal.email.startswith("lt+")
+        # Distinct mailboxes (not lt+1@, lt+2@: those are one customer).
+        assert principal.email.startswith("lt-")
         seen.add(customer_id)
     assert seen == set(customers)
 

@@ -23,7 +23,7 @@ from payments.models import Payment
 from payments.sandbox import SandboxServer
 from queueing.tasks import admission_tick
 from tests.support.factories import OrganizerFactory
-from tests.support.payments import WEBHOOK_PATH, Sandbox
+from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +50,7 @@ def sandbox(live_server, settings):
         port=0,
         secret_key=settings.PAYSTACK_SECRET_KEY,
         webhook_url=live_server.url + WEBHOOK_PATH,
+        control_token=CONTROL_TOKEN,
     ).start()
     settings.PAYSTACK_BASE_URL = server.url
     settings.PUBLIC_BASE_URL = live_server.url
@@ -73,9 +74,13 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
     email = "ada@example.test"
 
     # Sign in with the emailed one-time code.
-    assert api(base, "POST", "auth/otp/request/", json={"email": email}).status_code == 202
+    requested = api(base, "POST", "auth/otp/request/", json={"email": email})
+    assert requested.status_code == 202
     code = re.search(r"\b(\d{6})\b", mail.outbox[-1].body).group(1)
-    signed_in = api(base, "POST", "auth/otp/verify/", json={"email": email, "code": code})
+    nonce = requested.json()["nonce"]
+    signed_in = api(
+        base, "POST", "auth/otp/verify/", json={"email": email, "code": code, "nonce": nonce}
+    )
     assert signed_in.status_code == 200, signed_in.text
     token = signed_in.json()["token"]
 
@@ -85,9 +90,14 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
     assert joined.json()["status"] == "WAITING"
     assert joined.json()["position"] == 1
 
-    # Listen on the WebSocket while the admission tick runs.
+    # Listen on the WebSocket (opened with a single-use ticket) while the
+    # admission tick runs.
+    issued = api(base, "POST", f"events/{event.id}/queue/ws-ticket/", token)
+    assert issued.status_code == 201, issued.text
+    ticket = issued.json()["ticket"]
+
     async def admitted_over_websocket() -> dict:
-        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?token={token}")
+        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?ticket={ticket}")
         connected, _ = await ws.connect()
         assert connected
         snapshot = await ws.receive_json_from(timeout=5)

@@ -27,6 +27,7 @@ import pytest
 import requests
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -44,6 +45,7 @@ from payments.tasks import paying_claims_expire, payments_reconcile
 from queueing.models import QueueEntry
 from queueing.tasks import admission_tick, queue_reconcile
 from tests.support.factories import OrganizerFactory
+from tests.support.payments import CONTROL_TOKEN
 
 CUSTOMERS = 300
 TIERS = [TierSpec("Regular", 500_000, 60), TierSpec("VIP", 2_000_000, 40)]
@@ -76,6 +78,7 @@ def sandbox(live_server, settings) -> Iterator[SandboxServer]:
         port=0,
         secret_key=settings.PAYSTACK_SECRET_KEY,
         webhook_url=f"{live_server.url}/api/v1/webhooks/paystack/",
+        control_token=CONTROL_TOKEN,
     ).start()
     settings.PAYSTACK_BASE_URL = server.url
     settings.PAYSTACK_TIMEOUT_SECONDS = 5.0
@@ -158,10 +161,17 @@ class Shopper:
         answer = requests.post(
             f"{sandbox_url}/_sandbox/pay/{payment['reference']}",
             json={"outcome": outcome, "wait": True},
+            headers={"X-Sandbox-Token": CONTROL_TOKEN},
             timeout=30,
         )
         assert answer.status_code == 200, answer.text
         assert all(w["result"] == 200 for w in answer.json()["data"]["webhooks"])
+        if outcome == "failed":
+            # No webhook for a decline: the customer's return to the callback
+            # page finds it (verify), as with Paystack.
+            page = Client().get("/payments/return/", {"reference": payment["reference"]})
+            connection.close()
+            assert page.status_code == 200
         status, after = self.call("get", f"/api/v1/claims/{claim['claim_id']}/")
         return f"paid:{after['status']}" if outcome == "success" else f"declined:{after['status']}"
 

@@ -12,17 +12,19 @@ from pathlib import Path
 import pytest
 import redis
 
+from customers.revocation import AuthStateStore
+from customers.throttling import RateLimitStore
 from fairqueue import redis as rule
 from fairqueue.errors import Busy
-from fairqueue.redis import RedisUnavailable, best_effort, make_client, required
+from fairqueue.redis import RedisStore, RedisUnavailable, best_effort, make_client, required
 from inventory.store import InventoryStore, Reservation
 from queueing.store import QueueStore
+from queueing.ws_tickets import WsTicketStore
 
 REPO = Path(__file__).resolve().parent.parent
-# The sign-in throttle (customers/throttling.py) talks to Django's cache, not
-# to a store of ours: the rule of the cache is its own.
-OUTSIDE_THE_RULE = {"fairqueue/redis.py", "customers/throttling.py"}
-STORES = (QueueStore, InventoryStore)
+# The rule itself.
+OUTSIDE_THE_RULE = {"fairqueue/redis.py"}
+STORES = (QueueStore, InventoryStore, AuthStateStore, RateLimitStore, WsTicketStore)
 # Code naming the exception (a docstring may mention it).
 CATCHING = re.compile(r"except[^:\n]*RedisError|redis\.(exceptions\.)?RedisError")
 
@@ -44,6 +46,7 @@ def dead(closed_port) -> redis.Redis:
 
 
 def test_every_store_method_says_what_a_redis_failure_means():
+    assert set(STORES) == set(RedisStore.__subclasses__())  # a new store is listed here
     for store in STORES:
         for name, method in public_methods(store):
             kind = getattr(method, "redis_failure", None)

@@ -17,12 +17,22 @@ from claims.services.claiming import claim_create
 from claims.services.expiry import claims_expire
 from claims.services.issuing import issued_tickets_issue, issued_tickets_void
 from claims.services.outcome import claim_confirm, claim_reinstate
-from claims.services.payments import claim_lock, claim_payment_ended, claim_payment_started
+from claims.services.payments import (
+    claim_dispute_clear,
+    claim_dispute_flag,
+    claim_extend,
+    claim_lock,
+    claim_payment_ended,
+    claim_payment_started,
+)
 from claims.services.release import claim_release, tickets_returned_on_commit
 
 __all__ = [
     "claim_confirm",
     "claim_create",
+    "claim_dispute_clear",
+    "claim_dispute_flag",
+    "claim_extend",
     "claim_lock",
     "claim_payment_ended",
     "claim_payment_started",

@@ -5,8 +5,11 @@ the payment, so the claim and the payment change together."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
@@ -43,3 +46,27 @@ def claim_payment_ended(*, claim_id: uuid.UUID | str) -> None:
     """The claim's payment is no longer in flight (it was confirmed or
     failed): expiry may look at the claim again."""
     Claim.objects.filter(pk=claim_id, payment_in_flight=True).update(payment_in_flight=False)
+
+
+def claim_extend(*, claim_id: uuid.UUID | str, seconds: float) -> bool:
+    """Give a CLAIMED claim ``seconds`` more to be paid (conditional): the
+    time a payment could not start through no fault of the customer (the
+    gateway refused our merchant account). False when it is not CLAIMED."""
+    if seconds <= 0:
+        return False
+    return bool(
+        Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).update(
+            expires_at=F("expires_at") + timedelta(seconds=seconds)
+        )
+    )
+
+
+def claim_dispute_flag(*, claim_id: uuid.UUID | str) -> None:
+    """The claim's payment is disputed or reversed at the customer's bank:
+    staff decide what becomes of the tickets (they stay valid until then)."""
+    Claim.objects.filter(pk=claim_id, disputed_at__isnull=True).update(disputed_at=timezone.now())
+
+
+def claim_dispute_clear(*, claim_id: uuid.UUID | str) -> None:
+    """Staff (or the bank, ruling for us) settled the dispute: no flag."""
+    Claim.objects.filter(pk=claim_id, disputed_at__isnull=False).update(disputed_at=None)

@@ -7,7 +7,7 @@ from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
 from console.invariants.base import Found, Options, Scope, When, check, plural, rows, value
 from events.models import Event
-from payments.domain import LIVE_STATUSES, EventKind, PaymentStatus
+from payments.domain import LIVE_STATUSES, MONEY_TAKEN_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent, WebhookReceipt
 
 CLAIM = Claim._meta.db_table
@@ -18,8 +18,9 @@ LIVE = [s.value for s in LIVE_STATUSES]
 CONFIRMED = PaymentStatus.CONFIRMED.value
 INITIALIZING = PaymentStatus.INITIALIZING.value
 # Where a success the gateway reported may leave a payment (invariant 5):
-# confirmed with its claim, or owed back to the customer.
-SUCCESS_ENDS = [CONFIRMED, PaymentStatus.REFUND_REQUIRED.value, PaymentStatus.REFUNDED.value]
+# confirmed with its claim, or owed back to the customer (and on its way back).
+SUCCESS_ENDS = [CONFIRMED, *(s.value for s in MONEY_TAKEN_STATUSES if s != CONFIRMED),
+                PaymentStatus.REFUNDED.value]  # fmt: skip
 STATE_CHANGE = EventKind.STATE_CHANGE.value
 
 # Made by payments' migration 0002_paymentevent_append_only.
@@ -82,9 +83,11 @@ def payment_in_flight_flag(event: Event, options: Options) -> Found:
 @check(invariant=5)
 def no_expiry_under_payment(event: Event, options: Options) -> Found:
     """No claim expired while its payment was in flight: expiry asks the
-    gateway first and releases only once the payment has failed."""
+    gateway first and releases only once the payment has failed, or once the
+    payment outlived PAYMENT_IN_PROGRESS_MAX_SECONDS in a non-final status
+    (marked overdue; docs/PAYMENTS.md)."""
     expired = _count(
-        "c.status = %s AND c.release_reason = %s AND p.status = ANY(%s)",
+        "c.status = %s AND c.release_reason = %s AND p.status = ANY(%s) AND p.overdue_at IS NULL",
         [event.pk, ClaimStatus.RELEASED.value, ReleaseReason.EXPIRED.value, LIVE],
     )
     problems = [f"{plural(expired, 'claim')} expired with a payment in flight"] if expired else []

@@ -17,6 +17,7 @@ from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
+from fairqueue.money import GATEWAY_CURRENCIES
 from inventory.services import inventory_sync_event
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def event_create(
 ) -> Event:
     errors = _event_errors(
         name=name,
+        currency=currency,
         sale_start=sale_start,
         sale_end=sale_end,
         prequeue_opens_at=prequeue_opens_at,
@@ -93,6 +95,7 @@ def event_create(
 def _event_errors(
     *,
     name: str,
+    currency: str,
     sale_start: datetime,
     sale_end: datetime,
     prequeue_opens_at: datetime | None,
@@ -110,6 +113,11 @@ def _event_errors(
         errors["admission"] = "Admission settings must be positive."
     if not name.strip():
         errors["name"] = "An event needs a name."
+    if str(currency).upper() not in GATEWAY_CURRENCIES:
+        errors["currency"] = (
+            f"The payment gateway does not take {currency!r}; use one of "
+            f"{', '.join(sorted(GATEWAY_CURRENCIES))}."
+        )
     return errors
 
 
@@ -155,6 +163,7 @@ def event_update(*, event_id: uuid.UUID | str, **changes: object) -> Event:
         setattr(event, field, value)
     errors = _event_errors(
         name=event.name,
+        currency=event.currency,
         sale_start=event.sale_start,
         sale_end=event.sale_end,
         prequeue_opens_at=event.prequeue_opens_at,

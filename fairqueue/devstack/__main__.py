@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             stack.temp_dirs.append(base)
             base.chmod(0o711)  # the PostgreSQL system user must reach base/pg
             env = stack.start(base, watch, throwaway=True)
+            env.setdefault("DJANGO_DEBUG", "true")
             return run_foreground(cmd or ["pytest"], env, watch)
         STATE_DIR.mkdir(exist_ok=True)
         env = stack.start(STATE_DIR, watch, throwaway=False)
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
                 write_line(sys.stdout, f"export {server.env_var}={env[server.env_var]}")
             log("Ctrl-C stops the services")
             return wait_for_stop(stack, watch)
+        # A development machine: debug pages, the console email backend, the
+        # sandbox gateway. A deployment leaves DJANGO_DEBUG unset (= false).
+        env.setdefault("DJANGO_DEBUG", "true")
         return run_system(env, stack, watch)
     except Interrupted as exc:
         log(f"interrupted by {exc}; stopping")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import secrets
 import shutil
 import signal
 import socket
@@ -82,6 +83,30 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
             port=int(env["SANDBOX_PORT"]),
         ),
     ]  # fmt: skip
+
+
+def point_at_each_other(env: dict[str, str], *, with_sandbox: bool) -> None:
+    """Point the pieces at each other when PORT / SANDBOX_PORT are not the
+    defaults (PUBLIC_BASE_URL stays unset: payment callbacks follow the host
+    the customer used), and give the sandbox's control API (it can mark any
+    payment paid) a fresh token per run unless one is given; the banner shows it."""
+    if not with_sandbox:
+        return
+    env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
+    env.setdefault(
+        "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
+    )
+    env.setdefault("SANDBOX_CONTROL_TOKEN", secrets.token_urlsafe(24))
+    # Payments go to the sandbox: every page says so (PAYMENTS_SANDBOX's banner).
+    env.setdefault("PAYMENTS_SANDBOX", "true")
+    # The bot challenge (off unless CHALLENGE_PROVIDER is set) checks tokens
+    # with the sandbox's test verifier and widget, never Cloudflare's.
+    env.setdefault(
+        "CHALLENGE_VERIFY_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}/challenge/siteverify"
+    )
+    env.setdefault(
+        "CHALLENGE_SCRIPT_URL", f"http://localhost:{env['SANDBOX_PORT']}/challenge/api.js"
+    )
 
 
 def module_runnable(module: str) -> bool:
@@ -175,6 +200,11 @@ def banner(env: dict[str, str], stack: Stack, demo_event: str) -> str:
         f"  WebSocket        ws://localhost:{ws_port}/ws/events/<event_id>/queue/",
         f"  sandbox gateway  http://localhost:{sandbox_port}/  (checkout pages; no real money)",
     ]
+    if env.get("SANDBOX_CONTROL_TOKEN"):
+        lines.append(
+            f"  sandbox control  http://localhost:{sandbox_port}/_sandbox/  "
+            f"header X-Sandbox-Token: {env['SANDBOX_CONTROL_TOKEN']}"
+        )
     for var, label in (("DATABASE_URL", "PostgreSQL"), ("REDIS_URL", "Redis")):
         origin = "embedded" if var in embedded else f"from {var}"
         lines.append(f"  {label:<16} {env[var]}  ({origin})")
@@ -221,13 +251,7 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
             log(f"warning: {entry.needs_module} not found; not starting {entry.name}")
         else:
             entries.append(entry)
-    # Point the pieces at each other when PORT / SANDBOX_PORT are not the defaults.
-    # PUBLIC_BASE_URL stays unset: payment callbacks follow the host the customer used.
-    if any(e.name == "sandbox" for e in entries):
-        env.setdefault("PAYSTACK_BASE_URL", f"http://127.0.0.1:{env['SANDBOX_PORT']}")
-        env.setdefault(
-            "SANDBOX_WEBHOOK_URL", f"http://127.0.0.1:{env['PORT']}/api/v1/webhooks/paystack/"
-        )
+    point_at_each_other(env, with_sandbox=any(e.name == "sandbox" for e in entries))
 
     metrics_dir(env)
     code = run_foreground([sys.executable, str(MANAGE_PY), "migrate", "--noinput"], env, watch)

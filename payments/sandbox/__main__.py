@@ -3,7 +3,10 @@
 Environment: ``PAYSTACK_SECRET_KEY`` (checks the Bearer key and signs the
 webhooks; the app uses the same variable), ``SANDBOX_WEBHOOK_URL`` (where
 webhooks go; default the local app), ``SANDBOX_PUBLIC_URL`` (base of
-``authorization_url`` when the sandbox sits behind a proxy).
+``authorization_url`` when the sandbox sits behind a proxy),
+``SANDBOX_CONTROL_TOKEN`` (the ``X-Sandbox-Token`` the ``/_sandbox/*``
+control API requires; unset = control API off), ``SANDBOX_WEBHOOK_RETRY_SCALE``
+(multiplies Paystack's webhook retry schedule; default 1).
 """
 
 from __future__ import annotations

@@ -4,31 +4,24 @@ FairQueue uses, for development, demos and end-to-end tests.
 Standard library + ``requests`` only (no Django), so it runs as its own
 process: ``python -m payments.sandbox --port 8002``.
 
-API (same shapes as Paystack):
-- ``POST /transaction/initialize`` (Bearer secret): email, amount (minor
-  units), currency, reference, callback_url, metadata. A reference seen
-  before -> 400 ``{"status": false, "message": "Duplicate Transaction Reference"}``.
-- ``GET /transaction/verify/{reference}`` (Bearer secret): ``data.status`` is
-  ``abandoned`` until the customer pays (``success``) or declines (``failed``).
-- ``GET /checkout/{access_code}``: the page at ``authorization_url``, with Pay
-  and Decline buttons. Either sends a signed ``charge.success`` /
-  ``charge.failed`` webhook (HMAC-SHA512 of the body with the secret key, in
-  ``x-paystack-signature``) to the webhook URL and redirects to callback_url.
+API (same shapes as Paystack; Bearer secret key):
+- ``POST /transaction/initialize``: email, amount (minor units), currency,
+  reference (letters, digits, ``-``, ``.``, ``=``), callback_url, metadata. A
+  reference seen before -> 400 ``Duplicate Transaction Reference``.
+- ``GET /transaction/verify/{reference}``: ``data.status`` is ``abandoned``
+  until the customer pays (``success``) or declines (``failed``), or the
+  control API puts it in any other status Paystack documents.
+- ``POST /refund``, ``GET /refund/{id}``, ``GET /refund?reference=``
+  (``payments.sandbox.refunds``).
+- ``GET /checkout/{access_code}``: the page at ``authorization_url``
+  (``payments.sandbox.checkout``).
 
-Control endpoints for tests and fault injection (no auth; never expose the
-sandbox publicly):
-- ``GET|POST /_sandbox/config``: ``fail_next_n_with_5xx`` (API calls answer
-  500), ``fail_after_recording`` (an injected 500 on initialize happens after
-  the transaction was recorded: "the answer got lost"), ``delay_next_n``
-  + ``delay_seconds`` (slow answers, for timeouts), ``fail_initialize_permanently``
-  (400 ``status: false``), ``webhook_delay_seconds``, ``duplicate_webhooks``
-  (copies of each webhook, sent in parallel), ``send_webhooks``.
-- ``POST /_sandbox/pay/{reference}``: the customer pays (or, with
-  ``{"outcome": "failed"}``, declines) without a browser; ``amount`` /
-  ``currency`` override what is reported (mismatch tests); ``send_webhook``.
-- ``POST /_sandbox/webhooks/{reference}/resend``: deliver the last webhook again.
-- ``GET /_sandbox/transactions/{reference}``, ``GET /_sandbox/stats``,
-  ``POST /_sandbox/reset``.
+Webhooks (``payments.sandbox.webhooks``): ``charge.success``, ``refund.*`` and
+``charge.dispute.*``, signed, retried on Paystack's backoff when not answered
+200. Never ``charge.failed``: Paystack does not send it.
+
+Control endpoints for tests and fault injection, behind a token:
+``payments.sandbox.control``.
 
 State is in memory, per process: restarting the sandbox forgets every
 transaction (fine for a sandbox; Paystack keeps them forever).
@@ -36,10 +29,7 @@ transaction (fine for a sandbox; Paystack keeps them forever).
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import hmac
-import html
 import json
 import logging
 import re
@@ -49,16 +39,17 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
+from fairqueue.money import GATEWAY_CURRENCIES
+from payments.sandbox import checkout, refunds, shapes, webhooks
+from payments.sandbox.challenge import challenge
 from payments.sandbox.control import DEFAULT_CONFIG, control
-from payments.sandbox.http import Response, StartResponse, fail, json_response, now_iso, with_query
+from payments.sandbox.http import Response, StartResponse, fail, json_response, now_iso
 
 logger = logging.getLogger("payments.sandbox")
 
 DEFAULT_WEBHOOK_URL = "http://127.0.0.1:8000/api/v1/webhooks/paystack/"
-REFERENCE_RE = re.compile(r"^[A-Za-z0-9.=_-]{1,100}$")
-CURRENCIES = {"NGN", "GHS", "ZAR", "USD", "KES", "XOF", "EGP"}
+# The characters Paystack documents for a transaction reference.
+REFERENCE_RE = re.compile(r"^[A-Za-z0-9.=-]{1,100}$")
 
 
 class SandboxGateway:
@@ -70,12 +61,18 @@ class SandboxGateway:
         secret_key: str,
         webhook_url: str = DEFAULT_WEBHOOK_URL,
         public_url: str = "http://127.0.0.1:8002",
+        control_token: str = "",
+        webhook_retry_scale: float = 1.0,
     ) -> None:
         self.secret_key = secret_key
         self.webhook_url = webhook_url
         self.public_url = public_url.rstrip("/")
+        self.control_token = control_token
+        self.default_retry_scale = webhook_retry_scale
         self.follow_host = False
         self.lock = threading.Lock()
+        self.generation = 0  # bumped by reset(): pending retries and refunds are forgotten
+        self.stopped = False
         self.reset()
 
     def checkout_base(self, body: dict[str, Any]) -> str:
@@ -94,22 +91,58 @@ class SandboxGateway:
 
     # --- state ----------------------------------------------------------------
     def reset(self) -> None:
-        with getattr(self, "lock", threading.Lock()):
-            self.config = dict(DEFAULT_CONFIG)
+        with self.lock:
+            self.generation += 1
+            self.config = {**DEFAULT_CONFIG, "webhook_retry_scale": self.default_retry_scale}
             self.transactions: dict[str, dict[str, Any]] = {}
             self.by_access_code: dict[str, str] = {}
-            self.stats = {"initialize_calls": 0, "initialize_created": 0, "verify_calls": 0}
+            self.refunds: dict[int, dict[str, Any]] = {}
+            self.stats = {
+                "initialize_calls": 0,
+                "initialize_created": 0,
+                "verify_calls": 0,
+                "refund_calls": 0,
+                "webhook_attempts": 0,
+            }
             self.next_id = 1_000_000
 
     def _take_fault(self) -> str | None:
-        """Consume one injected fault, if any: "5xx" or "delay"."""
+        """Consume one injected fault, if any: "key", "429", "delay" or "5xx"."""
         with self.lock:
+            if self.config["reject_key"]:
+                return "key"
+            if self.config["rate_limit_next_n"] > 0:
+                self.config["rate_limit_next_n"] -= 1
+                return "429"
             if self.config["delay_next_n"] > 0:
                 self.config["delay_next_n"] -= 1
                 return "delay"
             if self.config["fail_next_n_with_5xx"] > 0:
                 self.config["fail_next_n_with_5xx"] -= 1
                 return "5xx"
+        return None
+
+    def api_guard(self, environ: dict[str, Any], *, record_first: bool = False) -> Response | None:
+        """The checks every API call passes: the secret key, then one injected
+        fault. Returns the refusal to answer with, or None to go on. With
+        ``record_first`` an injected 5xx is left to the caller (initialize
+        records the transaction before "losing" its answer)."""
+        if not self._authorized(environ):
+            return fail("401 Unauthorized", "Invalid key")
+        fault = self._take_fault()
+        if fault == "key":
+            return fail("401 Unauthorized", "Invalid key")
+        if fault == "429":
+            retry_after = str(self.config["rate_limit_retry_after"])
+            status, headers, body = fail("429 Too Many Requests", "Too many requests")
+            return status, [*headers, ("Retry-After", retry_after)], body
+        if fault == "delay":
+            time.sleep(float(self.config["delay_seconds"]))
+        if fault == "5xx":
+            if record_first and self.config["fail_after_recording"]:
+                environ["sandbox.lose_answer"] = True
+                return None
+            return fail("500 Internal Server Error", "Sandbox: injected failure")
         return None
 
     # --- WSGI -------------------------------------------------------------------
@@ -130,14 +163,22 @@ class SandboxGateway:
             return self.initialize(environ)
         if method == "GET" and len(parts) == 3 and parts[:2] == ["transaction", "verify"]:
             return self.verify(environ, parts[2])
+        if parts == ["refund"] and method == "POST":
+            return refunds.create(self, environ)
+        if parts == ["refund"] and method == "GET":
+            return refunds.listing(self, environ)
+        if len(parts) == 2 and parts[0] == "refund" and method == "GET":
+            return refunds.fetch(self, environ, parts[1])
         if len(parts) == 2 and parts[0] == "checkout" and method == "GET":
-            return self.checkout_page(parts[1])
+            return checkout.page(self, parts[1])
         if len(parts) == 3 and parts[0] == "checkout" and parts[2] in ("pay", "decline"):
             if method == "POST":
-                return self.checkout_submit(parts[1], parts[2])
+                return checkout.submit(self, parts[1], parts[2])
             return fail("405 Method Not Allowed", "Use POST")
         if parts[:1] == ["_sandbox"]:
             return control(self, method, parts[1:], environ)
+        if parts[:1] == ["challenge"]:  # the bot challenge's test verifier
+            return challenge(self, method, parts[1:], environ)
         if parts == [] and method == "GET":
             return json_response("200 OK", {"status": True, "message": "FairQueue sandbox gateway"})
         return fail("404 Not Found", "Not found")
@@ -169,13 +210,9 @@ class SandboxGateway:
     def initialize(self, environ: dict[str, Any]) -> Response:
         with self.lock:
             self.stats["initialize_calls"] += 1
-        if not self._authorized(environ):
-            return fail("401 Unauthorized", "Invalid key")
-        fault = self._take_fault()
-        if fault == "delay":
-            time.sleep(float(self.config["delay_seconds"]))
-        if fault == "5xx" and not self.config["fail_after_recording"]:
-            return fail("500 Internal Server Error", "Sandbox: injected failure")
+        refusal = self.api_guard(environ, record_first=True)
+        if refusal is not None:
+            return refusal
         body = self.json_body(environ)
         if not isinstance(body, dict):
             return fail("400 Bad Request", "Invalid JSON body")
@@ -190,7 +227,7 @@ class SandboxGateway:
         if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
             return fail("400 Bad Request", "Invalid Amount Sent")
         currency = str(body.get("currency") or "NGN").upper()
-        if currency not in CURRENCIES:
+        if currency not in GATEWAY_CURRENCIES:
             return fail("400 Bad Request", "Currency not supported by merchant")
         reference = body.get("reference") or secrets.token_hex(8)
         if not isinstance(reference, str) or not REFERENCE_RE.match(reference):
@@ -210,16 +247,17 @@ class SandboxGateway:
                 "callback_url": str(body.get("callback_url") or ""),
                 "metadata": body.get("metadata") or {},
                 "status": "abandoned",
-                "gateway_response": "The transaction was not completed",
+                "gateway_response": shapes.GATEWAY_RESPONSES["abandoned"],
                 "created_at": now_iso(),
                 "paid_at": None,
                 "reported_amount": amount,
                 "reported_currency": currency,
                 "webhooks": [],
+                "dispute": None,
             }
             self.by_access_code[access_code] = reference
             self.stats["initialize_created"] += 1
-        if fault == "5xx":  # recorded, but the answer "gets lost"
+        if environ.get("sandbox.lose_answer"):  # recorded, but the answer "gets lost"
             return fail("500 Internal Server Error", "Sandbox: injected failure")
         return json_response(
             "200 OK",
@@ -234,37 +272,15 @@ class SandboxGateway:
             },
         )
 
-    def _transaction_data(self, tx: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "id": tx["id"],
-            "domain": "test",
-            "status": tx["status"],
-            "reference": tx["reference"],
-            "amount": tx["reported_amount"],
-            "currency": tx["reported_currency"],
-            "message": None,
-            "gateway_response": tx["gateway_response"],
-            "paid_at": tx["paid_at"],
-            "created_at": tx["created_at"],
-            "channel": "card",
-            "metadata": tx["metadata"],
-            "customer": {"email": tx["email"]},
-            "requested_amount": tx["amount"],
-        }
-
     def verify(self, environ: dict[str, Any], reference: str) -> Response:
         with self.lock:
             self.stats["verify_calls"] += 1
-        if not self._authorized(environ):
-            return fail("401 Unauthorized", "Invalid key")
-        fault = self._take_fault()
-        if fault == "delay":
-            time.sleep(float(self.config["delay_seconds"]))
-        elif fault == "5xx":
-            return fail("500 Internal Server Error", "Sandbox: injected failure")
+        refusal = self.api_guard(environ)
+        if refusal is not None:
+            return refusal
         with self.lock:
             tx = self.transactions.get(reference)
-            data = self._transaction_data(tx) if tx else None
+            data = shapes.transaction(tx) if tx else None
         if data is None:
             return fail("400 Bad Request", "Transaction reference not found")
         return json_response(
@@ -272,50 +288,6 @@ class SandboxGateway:
         )
 
     # --- the customer's side ----------------------------------------------------
-    def checkout_page(self, access_code: str) -> Response:
-        with self.lock:
-            reference = self.by_access_code.get(access_code)
-            tx = dict(self.transactions[reference]) if reference else None
-        if tx is None:
-            return "404 Not Found", [("Content-Type", "text/plain")], b"Unknown checkout"
-        amount = f"{tx['currency']} {tx['amount'] / 100:,.2f}"
-        done = tx["status"] in ("success", "failed")
-        buttons = (
-            f"<p>This payment is <strong>{html.escape(tx['status'])}</strong>.</p>"
-            if done
-            else (
-                f'<form method="post" action="/checkout/{html.escape(access_code)}/pay">'
-                '<button type="submit" name="pay">Pay</button></form>'
-                f'<form method="post" action="/checkout/{html.escape(access_code)}/decline">'
-                '<button type="submit" name="decline">Decline</button></form>'
-            )
-        )
-        page = (
-            "<!doctype html><html><head><meta charset='utf-8'><title>Sandbox checkout</title>"
-            "<style>body{font-family:sans-serif;max-width:28rem;margin:3rem auto}"
-            "form{display:inline-block;margin-right:1rem}button{font-size:1.1rem;"
-            "padding:.5rem 1.5rem}</style></head><body>"
-            "<h1>Sandbox checkout</h1>"
-            "<p>Test gateway: no real money moves.</p>"
-            f"<p>Pay <strong>{html.escape(amount)}</strong> as {html.escape(tx['email'])}</p>"
-            f"<p>Reference <code>{html.escape(tx['reference'])}</code></p>"
-            f"{buttons}</body></html>"
-        )
-        return "200 OK", [("Content-Type", "text/html; charset=utf-8")], page.encode()
-
-    def checkout_submit(self, access_code: str, action: str) -> Response:
-        with self.lock:
-            reference = self.by_access_code.get(access_code)
-        if reference is None:
-            return "404 Not Found", [("Content-Type", "text/plain")], b"Unknown checkout"
-        outcome = "success" if action == "pay" else "failed"
-        tx = self.settle(reference, outcome=outcome)
-        callback = tx.get("callback_url") or ""
-        if callback:
-            location = with_query(callback, trxref=reference, reference=reference)
-            return "303 See Other", [("Location", location), ("Content-Type", "text/plain")], b""
-        return self.checkout_page(access_code)
-
     def settle(
         self,
         reference: str,
@@ -326,70 +298,29 @@ class SandboxGateway:
         send_webhook: bool | None = None,
         wait: bool = False,
     ) -> dict[str, Any]:
-        """The customer pays (``success``) or declines (``failed``); then the
-        webhook(s) go out, in the background unless ``wait``."""
+        """The transaction reaches ``outcome`` (any status verify may answer).
+        Only a success sends a webhook (``charge.success``), in the background
+        unless ``wait``."""
         with self.lock:
             tx = self.transactions[reference]
             tx["status"] = outcome
-            tx["gateway_response"] = "Successful" if outcome == "success" else "Declined"
-            tx["paid_at"] = now_iso() if outcome == "success" else None
+            tx["gateway_response"] = shapes.GATEWAY_RESPONSES[outcome]
+            if outcome == "success":
+                tx["paid_at"] = now_iso()
+            elif outcome != "reversed":
+                tx["paid_at"] = None
             if amount is not None:
                 tx["reported_amount"] = amount
             if currency is not None:
                 tx["reported_currency"] = currency
             snapshot = dict(tx)
-            if send_webhook is None:
-                send_webhook = bool(self.config["send_webhooks"])
-        if send_webhook:
-            self.send_webhooks(reference, wait=wait)
+            data = shapes.transaction(tx)
+        if outcome == "success" and (send_webhook if send_webhook is not None else True):
+            webhooks.send(self, reference, "charge.success", data, wait=wait)
         return snapshot
 
-    # --- webhooks ----------------------------------------------------------------
     def webhook_body(self, reference: str) -> bytes:
+        """The ``charge.success`` body the sandbox sends for this transaction now."""
         with self.lock:
-            tx = self.transactions[reference]
-            event = "charge.success" if tx["status"] == "success" else "charge.failed"
-            data = self._transaction_data(tx)
-        return json.dumps({"event": event, "data": data}, separators=(",", ":")).encode()
-
-    def send_webhooks(self, reference: str, *, wait: bool) -> list[int | str]:
-        body = self.webhook_body(reference)
-        signature = hmac.new(self.secret_key.encode(), body, hashlib.sha512).hexdigest()
-        copies = max(1, int(self.config["duplicate_webhooks"]))
-        delay = float(self.config["webhook_delay_seconds"])
-        results: list[int | str] = []
-        barrier = threading.Barrier(copies)
-
-        def deliver() -> None:
-            with contextlib.suppress(threading.BrokenBarrierError):
-                barrier.wait(timeout=5)  # copies leave together: a real race
-            try:
-                answer = requests.post(
-                    self.webhook_url,
-                    data=body,
-                    headers={"Content-Type": "application/json", "x-paystack-signature": signature},
-                    timeout=30,
-                )
-                outcome: int | str = answer.status_code
-            except requests.RequestException as exc:
-                outcome = f"error: {type(exc).__name__}"
-            with self.lock:
-                results.append(outcome)
-                self.transactions[reference]["webhooks"].append(
-                    {"at": now_iso(), "result": outcome}
-                )
-
-        def run() -> None:
-            if delay > 0:
-                time.sleep(delay)
-            threads = [threading.Thread(target=deliver, daemon=True) for _ in range(copies)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-
-        if wait and delay <= 0:
-            run()
-        else:
-            threading.Thread(target=run, daemon=True).start()
-        return results
+            data = shapes.transaction(self.transactions[reference])
+        return webhooks.signed(self.secret_key, "charge.success", data)[0]

@@ -1,11 +1,33 @@
-"""Control endpoints of the sandbox, for tests and fault injection."""
+"""Control endpoints of the sandbox (``/_sandbox/...``), for tests, demos and
+fault injection. Each needs the control token (``SANDBOX_CONTROL_TOKEN``) in
+the ``X-Sandbox-Token`` header: they can mark any payment paid. Without a
+configured token they are all refused (403).
+
+- ``GET|POST /_sandbox/config``: see ``DEFAULT_CONFIG``.
+- ``POST /_sandbox/pay/{reference}``: the transaction reaches ``outcome``
+  (default ``success``; any status verify may answer: ``failed``,
+  ``abandoned``, ``ongoing``, ``pending``, ``processing``, ``queued``,
+  ``reversed``). Only a success sends a webhook (``charge.success``), as
+  Paystack does. ``amount`` / ``currency`` override what is reported
+  (mismatch tests); ``send_webhook``; ``wait`` (default true).
+- ``POST /_sandbox/webhooks/{reference}/resend``: the ``charge.success`` again.
+- ``POST /_sandbox/refunds/{id}`` ``{"outcome": "processed"|"failed"}``: settle
+  a refund (``refund_outcome: manual``).
+- ``POST /_sandbox/disputes/{reference}`` ``{"event": "create"|"remind"|"resolve",
+  "resolution": "merchant-accepted"|"declined"}``: a ``charge.dispute.*`` webhook.
+- ``GET /_sandbox/transactions/{reference}``, ``GET /_sandbox/stats``,
+  ``POST /_sandbox/reset``.
+"""
 
 from __future__ import annotations
 
+import hmac
 import json
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from payments.sandbox.http import Response, fail, json_response
+from payments.sandbox import refunds, shapes, webhooks
+from payments.sandbox.http import Response, fail, json_response, now_iso
 
 if TYPE_CHECKING:
     from payments.sandbox.app import SandboxGateway
@@ -15,26 +37,36 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "fail_after_recording": False,
     "delay_next_n": 0,
     "delay_seconds": 0.0,
+    # Initialize answers 400 status:false (a request the gateway finds invalid).
     "fail_initialize_permanently": False,
+    # Every API call answers 401 "Invalid key" (a rotated secret key).
+    "reject_key": False,
+    # The next N API calls answer 429 with this Retry-After.
+    "rate_limit_next_n": 0,
+    "rate_limit_retry_after": 1,
     "webhook_delay_seconds": 0.0,
     "duplicate_webhooks": 1,
     "send_webhooks": True,
+    # Failed deliveries are retried (Paystack: 4 x 3 min, then hourly for 72 h),
+    # the schedule multiplied by webhook_retry_scale.
+    "webhook_retries": True,
+    "webhook_retry_scale": 1.0,
+    "refund_outcome": "processed",
+    "refund_delay_seconds": 0.0,
 }
+TOKEN_HEADER = "HTTP_X_SANDBOX_TOKEN"  # noqa: S105 - a header name, not a secret
 
 
 def control(
     gateway: SandboxGateway, method: str, parts: list[str], environ: dict[str, Any]
 ) -> Response:
-    """The ``/_sandbox/...`` endpoints (see ``payments.sandbox.app``)."""
+    if not gateway.control_token:
+        return fail("403 Forbidden", "The control API is off: set SANDBOX_CONTROL_TOKEN")
+    given = environ.get(TOKEN_HEADER, "")
+    if not hmac.compare_digest(given.encode(), gateway.control_token.encode()):
+        return fail("401 Unauthorized", "Missing or wrong X-Sandbox-Token")
     if parts == ["config"]:
-        if method == "POST":
-            body = gateway.json_body(environ)
-            if not isinstance(body, dict) or set(body) - set(DEFAULT_CONFIG):
-                return fail("400 Bad Request", f"Config keys: {sorted(DEFAULT_CONFIG)}")
-            with gateway.lock:
-                gateway.config.update(body)
-        with gateway.lock:
-            return json_response("200 OK", {"status": True, "data": dict(gateway.config)})
+        return _config(gateway, method, environ)
     if parts == ["reset"] and method == "POST":
         gateway.reset()
         return json_response("200 OK", {"status": True})
@@ -49,36 +81,109 @@ def control(
             return fail("404 Not Found", "Transaction reference not found")
         return json_response("200 OK", {"status": True, "data": tx})
     if len(parts) == 2 and parts[0] == "pay" and method == "POST":
-        body = gateway.json_body(environ)
-        if not isinstance(body, dict):
-            return fail("400 Bad Request", "Invalid JSON body")
-        with gateway.lock:
-            known = parts[1] in gateway.transactions
-        if not known:
-            return fail("404 Not Found", "Transaction reference not found")
-        outcome = body.get("outcome", "success")
-        if outcome not in ("success", "failed"):
-            return fail("400 Bad Request", "outcome must be success or failed")
-        wait = bool(body.get("wait", True))
-        tx = gateway.settle(
-            parts[1],
-            outcome=outcome,
-            amount=body.get("amount"),
-            currency=body.get("currency"),
-            send_webhook=body.get("send_webhook"),
-            wait=wait,
-        )
-        with gateway.lock:
-            webhooks = list(gateway.transactions[parts[1]]["webhooks"])
-        return json_response(
-            "200 OK",
-            {"status": True, "data": {"status": tx["status"], "webhooks": webhooks}},
-        )
-    if len(parts) == 3 and parts[0] == "webhooks" and parts[2] == "resend":
-        with gateway.lock:
-            known = parts[1] in gateway.transactions
-        if not known or method != "POST":
-            return fail("404 Not Found", "Transaction reference not found")
-        results = gateway.send_webhooks(parts[1], wait=True)
-        return json_response("200 OK", {"status": True, "data": {"webhooks": results}})
+        return _pay(gateway, parts[1], environ)
+    if len(parts) == 3 and parts[0] == "webhooks" and parts[2] == "resend" and method == "POST":
+        return _resend(gateway, parts[1])
+    if len(parts) == 2 and parts[0] == "refunds" and method == "POST":
+        return _settle_refund(gateway, parts[1], environ)
+    if len(parts) == 2 and parts[0] == "disputes" and method == "POST":
+        return _dispute(gateway, parts[1], environ)
     return fail("404 Not Found", "Not found")
+
+
+def _config(gateway: SandboxGateway, method: str, environ: dict[str, Any]) -> Response:
+    if method == "POST":
+        body = gateway.json_body(environ)
+        if not isinstance(body, dict) or set(body) - set(DEFAULT_CONFIG):
+            return fail("400 Bad Request", f"Config keys: {sorted(DEFAULT_CONFIG)}")
+        if body.get("refund_outcome", "processed") not in refunds.REFUND_OUTCOMES:
+            return fail("400 Bad Request", f"refund_outcome: one of {refunds.REFUND_OUTCOMES}")
+        with gateway.lock:
+            gateway.config.update(body)
+    with gateway.lock:
+        return json_response("200 OK", {"status": True, "data": dict(gateway.config)})
+
+
+def _pay(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Response:
+    body = gateway.json_body(environ)
+    if not isinstance(body, dict):
+        return fail("400 Bad Request", "Invalid JSON body")
+    with gateway.lock:
+        known = reference in gateway.transactions
+    if not known:
+        return fail("404 Not Found", "Transaction reference not found")
+    outcome = body.get("outcome", "success")
+    if outcome not in shapes.STATUSES:
+        return fail("400 Bad Request", f"outcome must be one of {', '.join(shapes.STATUSES)}")
+    tx = gateway.settle(
+        reference,
+        outcome=outcome,
+        amount=body.get("amount"),
+        currency=body.get("currency"),
+        send_webhook=body.get("send_webhook"),
+        wait=bool(body.get("wait", True)),
+    )
+    with gateway.lock:
+        sent = list(gateway.transactions[reference]["webhooks"])
+    return json_response(
+        "200 OK", {"status": True, "data": {"status": tx["status"], "webhooks": sent}}
+    )
+
+
+def _resend(gateway: SandboxGateway, reference: str) -> Response:
+    with gateway.lock:
+        tx = gateway.transactions.get(reference)
+        data = shapes.transaction(tx) if tx and tx["status"] == "success" else None
+    if tx is None:
+        return fail("404 Not Found", "Transaction reference not found")
+    if data is None:
+        return fail("400 Bad Request", f"A {tx['status']} transaction has no webhook")
+    results = webhooks.send(gateway, reference, "charge.success", data, wait=True)
+    return json_response("200 OK", {"status": True, "data": {"webhooks": results}})
+
+
+def _settle_refund(gateway: SandboxGateway, refund_id: str, environ: dict[str, Any]) -> Response:
+    body = gateway.json_body(environ)
+    outcome = body.get("outcome") if isinstance(body, dict) else None
+    if outcome not in ("processed", "failed"):
+        return fail("400 Bad Request", "outcome must be processed or failed")
+    refund = refunds.settle(gateway, int(refund_id), outcome) if refund_id.isdigit() else None
+    if refund is None:
+        return fail("404 Not Found", "Refund not found")
+    return json_response("200 OK", {"status": True, "data": {"status": refund["status"]}})
+
+
+def _dispute(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Response:
+    body = gateway.json_body(environ)
+    event = body.get("event", "create") if isinstance(body, dict) else None
+    if event not in ("create", "remind", "resolve"):
+        return fail("400 Bad Request", "event must be create, remind or resolve")
+    resolution = body.get("resolution", "merchant-accepted") if event == "resolve" else None
+    with gateway.lock:
+        tx = gateway.transactions.get(reference)
+        if tx is None:
+            return fail("404 Not Found", "Transaction reference not found")
+        dispute = tx.get("dispute")
+        if dispute is None:
+            gateway.next_id += 1
+            dispute = tx["dispute"] = {
+                "id": gateway.next_id,
+                "refund_amount": tx["reported_amount"],
+                "status": "awaiting-merchant-feedback",
+                "resolution": None,
+                "history": ["pending"],
+                "due_at": (datetime.now(UTC) + timedelta(days=1)).isoformat(),
+                "resolved_at": None,
+                "created_at": now_iso(),
+            }
+        if event == "resolve":
+            dispute.update(status="resolved", resolution=resolution, resolved_at=now_iso())
+            dispute["history"].append("resolved")
+            if resolution == "merchant-accepted":  # the customer gets the money back
+                tx["status"] = "reversed"
+                tx["gateway_response"] = shapes.GATEWAY_RESPONSES["reversed"]
+        data = shapes.dispute(dispute, tx)
+    results = webhooks.send(gateway, reference, f"charge.dispute.{event}", data, wait=True)
+    return json_response(
+        "200 OK", {"status": True, "data": {"dispute_id": data["id"], "webhooks": results}}
+    )

@@ -37,10 +37,20 @@ class SandboxServer:
         secret_key: str | None = None,
         webhook_url: str | None = None,
         public_url: str | None = None,
+        control_token: str | None = None,
+        webhook_retry_scale: float | None = None,
     ) -> None:
+        if webhook_retry_scale is None:
+            webhook_retry_scale = float(os.environ.get("SANDBOX_WEBHOOK_RETRY_SCALE") or 1.0)
         self.app = SandboxGateway(
             secret_key=secret_key or os.environ.get("PAYSTACK_SECRET_KEY") or DEFAULT_SECRET_KEY,
             webhook_url=webhook_url or os.environ.get("SANDBOX_WEBHOOK_URL") or DEFAULT_WEBHOOK_URL,
+            control_token=(
+                control_token
+                if control_token is not None
+                else os.environ.get("SANDBOX_CONTROL_TOKEN", "")
+            ),
+            webhook_retry_scale=webhook_retry_scale,
         )
         self.httpd = make_server(
             host, port, self.app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
@@ -66,6 +76,7 @@ class SandboxServer:
         return self
 
     def stop(self) -> None:
+        self.app.stopped = True  # pending webhook retries give up
         self.httpd.shutdown()
         self.httpd.server_close()
         if self._thread is not None:
@@ -73,6 +84,8 @@ class SandboxServer:
 
     def serve_forever(self) -> None:
         logger.info("sandbox gateway on %s (webhooks to %s)", self.url, self.app.webhook_url)
+        if not self.app.control_token:
+            logger.warning("sandbox control API off: SANDBOX_CONTROL_TOKEN is not set")
         try:
             self.httpd.serve_forever()
         finally:

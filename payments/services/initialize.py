@@ -9,6 +9,12 @@
 A crash between any two steps leaves a row that reconciliation finishes.
 Concurrent calls for one claim meet at the partial unique index "one live
 payment per claim": one row, one gateway call.
+
+A refusal is never the buyer's fault here: the gateway refusing our key, our
+account or our request (any 4xx but "duplicate reference") leaves the payment
+waiting in INITIALIZING and the claim held; the customer hears 503 + Retry-After,
+staff get an incident, and the claim gets the lost time back once the gateway
+accepts the payment.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
-from claims.services import claim_lock, claim_payment_started
+from claims.services import claim_extend, claim_lock, claim_payment_started
 from fairqueue.errors import ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
 from fairqueue.public_url import public_base_url
@@ -35,11 +41,13 @@ from payments.domain import (
     EventKind,
     PaymentStatus,
     VerifyOutcome,
+    backoff_seconds,
     verify_outcome,
 )
-from payments.errors import AlreadyPaid, GatewayUnavailable, PaymentRefused
+from payments.errors import AlreadyPaid, GatewayUnavailable, PaymentsUnavailable
 from payments.models import Payment
 from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient
+from payments.services.incidents import gateway_incident_record, gateway_incident_resolve
 from payments.services.outcomes import (
     apply_failure,
     apply_verify,
@@ -47,6 +55,7 @@ from payments.services.outcomes import (
     payment_lock,
 )
 from payments.services.records import (
+    first_check_seconds,
     lease_seconds,
     payment_lease_take,
     payment_log,
@@ -60,10 +69,17 @@ logger = logging.getLogger(__name__)
 P = PaymentStatus
 # After a transient failure the customer is told to come back after this long.
 RETRY_AFTER_SECONDS = 5
+# After a merchant-side refusal: a fix on our side takes a person, not a second.
+MERCHANT_RETRY_AFTER_SECONDS = 30
+# A payment blocked by a merchant-side refusal is tried again at most this
+# often while the incident lasts (sooner once any payment gets through).
+MERCHANT_RETRY_CAP_SECONDS = 600
 
 
 def new_reference() -> str:
-    return "fq_" + secrets.token_hex(12)
+    """Only characters Paystack documents for a reference: letters, digits,
+    ``-``, ``.`` and ``=``."""
+    return "fq-" + secrets.token_hex(12)
 
 
 def callback_url(base_url: str | None = None) -> str:
@@ -156,7 +172,7 @@ def _initialize_request(payment: Payment, *, callback: str | None = None) -> dic
 class InitOutcome(StrEnum):
     PENDING = "pending"  # the gateway has it; authorization_url stored
     SETTLED = "settled"  # someone else (a webhook, a verify) moved it on already
-    REFUSED = "refused"  # permanent refusal: FAILED, claim released
+    BLOCKED = "blocked"  # refused for a merchant-side reason: waits, claim kept
     ORPHANED = "orphaned"  # the gateway has it but its answer was lost: FAILED, claim kept
     UNKNOWN = "unknown"  # the gateway says it exists yet cannot tell us more
 
@@ -183,17 +199,8 @@ def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
             # the gateway what became of it instead of failing.
             _log_error(payment, exc, actor)
             return _initialize_resolve_duplicate(payment=payment, actor=actor)
-        with transaction.atomic():
-            payment = payment_lock(payment_id=payment.pk)
-            _log_error(payment, exc, actor)
-            apply_failure(
-                payment=payment,
-                reason=f"initialize refused: {exc.gateway_message}"[:300],
-                actor=actor,
-                release_claim=True,
-            )
-        logger.warning("payment %s refused at initialize", payment.reference)
-        return InitOutcome.REFUSED
+        _block(payment=payment, exc=exc, actor=actor)
+        return InitOutcome.BLOCKED
 
     fault_point("payment.after_gateway_answer")
     with transaction.atomic():
@@ -201,6 +208,7 @@ def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
         payment_log(
             payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
         )
+        blocked_since = payment.blocked_since
         moved = payment.status == P.INITIALIZING and payment_transition(
             payment=payment,
             target=P.PENDING,
@@ -208,9 +216,56 @@ def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
             reason="gateway accepted the transaction",
             authorization_url=answer.authorization_url[:500],
             access_code=answer.access_code[:100],
-            next_check_at=timezone.now() + timedelta(seconds=settings.PAYMENT_STALE_SECONDS),
+            blocked_since=None,
+            next_check_at=timezone.now() + timedelta(seconds=first_check_seconds()),
         )
+        if moved and blocked_since is not None:
+            # The customer could not pay through no fault of theirs: the
+            # claim gets the time the outage took from it.
+            lost = (timezone.now() - blocked_since).total_seconds()
+            claim_extend(claim_id=payment.claim_id, seconds=lost)
+            logger.info("payment %s unblocked; claim extended by %.0fs", payment.reference, lost)
+        if gateway_incident_resolve(operation="initialize"):
+            _unblock_all()
     return InitOutcome.PENDING if moved else InitOutcome.SETTLED
+
+
+def _block(*, payment: Payment, exc: GatewayPermanentError, actor: str) -> None:
+    """A merchant-side refusal: the payment waits in INITIALIZING (its claim
+    stays held, payments owns its expiry), tried again on a backoff or as
+    soon as the gateway accepts any payment; staff get the incident."""
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment.pk)
+        _log_error(payment, exc, actor)
+        payment_log(
+            payment=payment,
+            kind=EventKind.MERCHANT_ERROR,
+            actor=actor,
+            data={
+                "operation": "initialize",
+                "http_status": exc.status_code,
+                "error": exc.gateway_message,
+                "claim_kept": True,
+            },
+        )
+        now = timezone.now()
+        after = backoff_seconds(
+            base=MERCHANT_RETRY_AFTER_SECONDS, checks=payment.checks, cap=MERCHANT_RETRY_CAP_SECONDS
+        )
+        Payment.objects.filter(pk=payment.pk).update(
+            blocked_since=payment.blocked_since or now,
+            next_check_at=now + timedelta(seconds=after),
+            updated_at=now,
+        )
+    gateway_incident_record(operation="initialize", error=exc, reference=payment.reference)
+
+
+def _unblock_all() -> None:
+    """The gateway accepts payments again: every blocked one is due now
+    (customers retrying and reconciliation get through at once)."""
+    Payment.objects.filter(status=P.INITIALIZING, blocked_since__isnull=False).update(
+        next_check_at=timezone.now()
+    )
 
 
 def _log_error(payment: Payment, exc: GatewayPermanentError, actor: str) -> None:
@@ -273,20 +328,31 @@ def payment_initialize(
     if payment.status != P.INITIALIZING:
         return start
     if not start.created and not payment_lease_take(payment_id=payment.pk):
+        if payment.blocked_since is not None:
+            raise _unavailable(payment)
         return start  # another request (or reconciliation) is talking to the gateway
     if start.created:
         fault_point("payment.after_initializing")
     try:
         outcome = payment_gateway_initialize(payment=payment, actor="customer")
-    except GatewayTransientError:
+    except GatewayTransientError as exc:
         # Stays INITIALIZING; free the lease so a retry (or reconciliation) resumes it.
-        payment_next_check(payment_id=payment.pk, after_seconds=0)
+        payment_next_check(payment_id=payment.pk, after_seconds=exc.retry_after or 0)
         raise GatewayUnavailable(
-            retry_after=RETRY_AFTER_SECONDS, details={"payment_id": str(payment.pk)}
+            retry_after=max(RETRY_AFTER_SECONDS, exc.retry_after or 0),
+            details={"payment_id": str(payment.pk)},
         ) from None
     payment.refresh_from_db()
-    if outcome == InitOutcome.REFUSED:
-        raise PaymentRefused(details={"payment_id": str(payment.pk), "status": payment.status})
+    if outcome == InitOutcome.BLOCKED:
+        raise _unavailable(payment)
     if outcome in (InitOutcome.ORPHANED, InitOutcome.UNKNOWN):
         raise GatewayUnavailable(retry_after=1, details={"payment_id": str(payment.pk)})
     return PaymentStart(payment, created=start.created)
+
+
+def _unavailable(payment: Payment) -> PaymentsUnavailable:
+    wait = (payment.next_check_at - timezone.now()).total_seconds()
+    return PaymentsUnavailable(
+        retry_after=max(1, min(MERCHANT_RETRY_AFTER_SECONDS, int(wait + 0.999))),
+        details={"payment_id": str(payment.pk), "claim_id": str(payment.claim_id)},
+    )

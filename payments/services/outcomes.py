@@ -19,6 +19,8 @@ from claims.services import claim_confirm, claim_lock, claim_reinstate, claim_re
 from fairqueue.locks import pg_lock_timeout
 from payments.domain import (
     LIVE_STATUSES,
+    SETTLED_STATUSES,
+    DisputeState,
     EventKind,
     PaymentStatus,
     VerifyOutcome,
@@ -27,6 +29,7 @@ from payments.domain import (
 )
 from payments.models import Payment
 from payments.paystack import VerifyAnswer
+from payments.services.disputes import dispute_mark
 from payments.services.records import payment_log, payment_transition
 
 logger = logging.getLogger(__name__)
@@ -53,7 +56,7 @@ def apply_success(
     a claim already released, re-instate it or mark the payment
     REFUND_REQUIRED (invariant 5). A wrong amount or currency is flagged and
     never confirmed (invariant 7)."""
-    if payment.status in (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUNDED):
+    if payment.status in SETTLED_STATUSES:
         return payment  # already settled: a repeat is a no-op
     paid: dict[str, Any] = {
         "paid_amount": amount if isinstance(amount, int) else None,
@@ -168,12 +171,23 @@ def apply_verify(
             actor=actor,
         )
         return outcome
+    if outcome == VerifyOutcome.REVERSED and payment.status == P.CONFIRMED:
+        # The customer's bank took the money back from a paid purchase: staff
+        # decide on the tickets, exactly as for a dispute.
+        Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
+        dispute_mark(
+            payment=payment,
+            state=DisputeState.REVERSED,
+            actor=actor,
+            data={"source": "verify", "gateway_status": answer.status},
+        )
+        return outcome
     if payment.status not in LIVE_STATUSES:
         return outcome  # nothing left to decide for a settled payment
     if outcome == VerifyOutcome.ABANDONED and not claim_over(payment):
         Payment.objects.filter(pk=payment.pk).update(gateway_status=answer.status[:32])
         return VerifyOutcome.IN_PROGRESS
-    if outcome in (VerifyOutcome.FAILED, VerifyOutcome.ABANDONED):
+    if outcome in (VerifyOutcome.FAILED, VerifyOutcome.ABANDONED, VerifyOutcome.REVERSED):
         apply_failure(
             payment=payment,
             reason=f"gateway says {answer.status}",

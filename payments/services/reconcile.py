@@ -1,5 +1,6 @@
 """Healing payments the happy path left behind, and the question claim
-expiry asks before it releases a claim with a payment in flight.
+expiry asks before it releases a claim with a payment in flight. Refunds
+have their own half (``payments.services.refund_checks``).
 
 Workers take due rows with ``FOR UPDATE SKIP LOCKED`` in a short transaction
 and push their ``next_check_at`` forward (a lease) before calling the
@@ -20,17 +21,24 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from payments.domain import LIVE_STATUSES, PaymentStatus, backoff_seconds
+from payments.domain import LIVE_STATUSES, EventKind, PaymentStatus, backoff_seconds
 from payments.models import Payment
 from payments.paystack import GatewayTransientError
 from payments.services.initialize import payment_gateway_initialize
-from payments.services.outcomes import claim_over
-from payments.services.records import lease_seconds, payment_lease_take, payment_next_check
+from payments.services.outcomes import claim_over, payment_lock
+from payments.services.records import (
+    lease_seconds,
+    payment_lease_take,
+    payment_log,
+    payment_next_check,
+)
+from payments.services.refund_checks import refunds_reconcile
 from payments.services.verify import payment_verify_and_apply
 
 logger = logging.getLogger(__name__)
 
 P = PaymentStatus
+
 
 def _back_off(payment: Payment) -> None:
     payment_next_check(
@@ -47,7 +55,7 @@ def payment_reconcile(*, payment_id: uuid.UUID) -> str:
     if payment.status not in LIVE_STATUSES or payment.flag_reason:
         return "skipped"
     try:
-        if payment.status == P.INITIALIZING and not claim_over(payment):
+        if payment.status == P.INITIALIZING and _claim_waits(payment):
             outcome = payment_gateway_initialize(payment=payment, actor="reconcile")
             return f"initialize:{outcome}"
         result = payment_verify_and_apply(
@@ -59,6 +67,15 @@ def payment_reconcile(*, payment_id: uuid.UUID) -> str:
     if Payment.objects.filter(pk=payment_id, status__in=LIVE_STATUSES).exists():
         _back_off(payment)  # still undecided (or the gateway would not say): look later
     return f"verify:{result}"
+
+
+def _claim_waits(payment: Payment) -> bool:
+    """Its claim still waits for this payment to start: not released, and not
+    expired (a claim blocked by a merchant-side refusal waits past its expiry:
+    it gets the time back)."""
+    if payment.blocked_since is not None:
+        return payment.claim.status == ClaimStatus.CLAIMED
+    return not claim_over(payment)
 
 
 def payments_due(*, limit: int, now: datetime | None = None) -> list[uuid.UUID]:
@@ -95,6 +112,8 @@ def payments_reconcile(*, batch_size: int = 50, max_batches: int = 10) -> dict[s
             report[result] = report.get(result, 0) + 1
         if len(ids) < batch_size:
             break
+    for result, count in refunds_reconcile(batch_size=batch_size).items():
+        report[result] = report.get(result, 0) + count
     if report:
         logger.info("payments reconciled: %s", report)
     return report
@@ -104,10 +123,12 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
     """Claim expiry asks before releasing a claim (invariant 5).
 
     True: the claim may be released now (no payment in flight, or the gateway
-    says failed/abandoned and the payment was failed here; the caller
-    releases the claim). False: leave it alone (the payment is pending, the
-    gateway cannot be reached, the money arrived with a mismatch for staff to
-    look at, or the payment has just been confirmed)."""
+    says failed/abandoned and the payment was failed here, or the payment
+    outlived PAYMENT_IN_PROGRESS_MAX_SECONDS in a non-final status; the caller
+    releases the claim). False: leave it alone (the payment is pending within
+    its bound, blocked by a merchant-side refusal within it, the gateway
+    cannot be reached, the money arrived with a mismatch for staff to look
+    at, or the payment has just been confirmed)."""
     if Payment.objects.filter(claim_id=claim_id, status=P.CONFIRMED).exists():
         return False
     payment = (
@@ -119,6 +140,11 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
         return True
     if payment.flag_reason:
         return False
+    if payment.blocked_since is not None and not _past_bound(payment):
+        # Our gateway account refused it: held while the outage lasts, up to
+        # the same bound as a non-final status (a refusal that only this
+        # payment meets must not hold the tickets for ever).
+        return False
     if payment.status == P.INITIALIZING and not payment_lease_take(payment_id=payment.pk):
         return False  # a request or a worker is calling initialize right now
     try:
@@ -127,8 +153,50 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
         )
     except GatewayTransientError:
         return False
-    if result not in ("failed", "abandoned", "not_found"):
+    if result in ("in_progress", "refused") and _overdue(payment):
+        return True  # past the bound: the claim goes, the payment stays watched
+    if result not in ("failed", "abandoned", "reversed", "not_found"):
         return False  # paid (confirmed now), still in progress, or no answer
     if Payment.objects.filter(claim_id=claim_id, status__in=[*LIVE_STATUSES, P.CONFIRMED]).exists():
         return False  # something moved it meanwhile (a webhook): not ours to release
     return Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).exists()
+
+
+def _overdue(payment: Payment) -> bool:
+    """The written rule for non-final gateway statuses (ongoing, pending,
+    processing, queued; docs/PAYMENTS.md): they may hold the claim's tickets
+    past its expiry for PAYMENT_IN_PROGRESS_MAX_SECONDS. Past that, the
+    payment is marked overdue (staff alerted) and the claim may be released;
+    the payment stays PENDING and is still verified, so a late success takes
+    the late-success path (re-instated, or refunded)."""
+    if not _past_bound(payment):
+        return False
+    with transaction.atomic():
+        locked = payment_lock(payment_id=payment.pk)
+        if locked.status not in LIVE_STATUSES:
+            return False
+        if locked.overdue_at is None:
+            Payment.objects.filter(pk=locked.pk).update(overdue_at=timezone.now())
+            payment_log(
+                payment=locked,
+                kind=EventKind.OVERDUE,
+                actor="expiry",
+                data={
+                    "gateway_status": locked.gateway_status,
+                    "bound_seconds": settings.PAYMENT_IN_PROGRESS_MAX_SECONDS,
+                    "claim_expired_at": payment.claim.expires_at.isoformat(),
+                },
+            )
+            logger.error(
+                "payment %s still %r %ds after its claim expired: claim released, "
+                "payment kept under watch (staff: see 'overdue')",
+                locked.reference,
+                locked.gateway_status,
+                settings.PAYMENT_IN_PROGRESS_MAX_SECONDS,
+            )
+    return True
+
+
+def _past_bound(payment: Payment) -> bool:
+    bound = timedelta(seconds=settings.PAYMENT_IN_PROGRESS_MAX_SECONDS)
+    return payment.claim.expires_at + bound <= timezone.now()

@@ -7,7 +7,9 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -74,7 +76,31 @@ def payment_transition(
     payment.status = target
     for name, value in fields.items():
         setattr(payment, name, value)
+    if target == PaymentStatus.REFUND_REQUIRED and settings.PAYSTACK_AUTO_REFUND:
+        refund_soon(payment_id=payment.pk)
     return True
+
+
+# By name: the task module imports these services, not the other way round.
+REFUND_TASK = "payments.tasks.payment_refund_auto"
+
+
+def refund_soon(*, payment_id: uuid.UUID) -> None:
+    """Start the automatic refund once this transaction commits. Best effort
+    (robust): should the broker be down, reconciliation starts it instead
+    within one interval."""
+    transaction.on_commit(
+        lambda: current_app.send_task(REFUND_TASK, kwargs={"payment_id": str(payment_id)}),
+        robust=True,
+    )
+
+
+def first_check_seconds() -> float:
+    """When reconciliation first asks the gateway about a PENDING payment:
+    one reconciliation interval after it started (a card declined at once is
+    found then, without any webhook: Paystack sends none for a decline),
+    then on the backoff from PAYMENT_STALE_SECONDS."""
+    return float(min(settings.PAYMENT_STALE_SECONDS, settings.RECONCILE_INTERVAL_SECONDS))
 
 
 def lease_seconds() -> int:

@@ -1,19 +1,24 @@
-"""What staff do to odd payments from the admin, each written to the log."""
+"""What staff do to odd payments from the admin, each written to the log
+(docs/PAYMENTS.md says which flag calls for which)."""
 
 from __future__ import annotations
 
 import uuid
 
 from django.db import transaction
+from django.db.models import F
 
 from claims.domain import ClaimStatus, ReleaseReason
+from claims.models import Claim
 from claims.services import claim_lock, claim_release
-from fairqueue.errors import InvalidTransition
-from payments.domain import LIVE_STATUSES, EventKind, PaymentStatus
-from payments.models import Payment
+from fairqueue.errors import InvalidInput, InvalidTransition
+from payments.domain import DISPUTE_NEEDS_STAFF, LIVE_STATUSES, EventKind, PaymentStatus
+from payments.models import Payment, Refund
 from payments.paystack import GatewayTransientError
+from payments.services.disputes import dispute_close
 from payments.services.outcomes import apply_failure, payment_lock
 from payments.services.records import payment_log, payment_transition
+from payments.services.refunds import payment_refund, refundable_amount
 from payments.services.verify import payment_verify_and_apply
 
 P = PaymentStatus
@@ -72,20 +77,69 @@ def payment_fail_and_release(*, payment_id: uuid.UUID, actor: str, note: str = "
 
 
 def payment_mark_refunded(*, payment_id: uuid.UUID, actor: str, note: str = "") -> Payment:
-    """Staff refunded the customer (in the gateway's dashboard): record it."""
+    """The money went back outside our refund calls, and staff record it: a
+    refund made by hand for a REFUND_REQUIRED or REFUND_FAILED payment, or a
+    paid payment whose dispute was lost or that the bank reversed (its claim
+    is released then: the tickets go back on sale)."""
     with transaction.atomic():
         payment = payment_lock(payment_id=payment_id)
+        allowed = payment.status in (P.REFUND_REQUIRED, P.REFUND_FAILED) or (
+            payment.status == P.CONFIRMED and payment.dispute in DISPUTE_NEEDS_STAFF
+        )
+        if not allowed:
+            raise InvalidTransition(
+                "Only a REFUND_REQUIRED or REFUND_FAILED payment, or a disputed or reversed "
+                f"CONFIRMED one, can be marked refunded (this one is {payment.status})."
+            )
         payment_log(
             payment=payment,
             kind=EventKind.STAFF_ACTION,
             actor=actor,
             data={"action": "mark_refunded", "note": note},
         )
-        if not payment_transition(
-            payment=payment, target=P.REFUNDED, actor=actor, reason=note or "refunded by staff"
-        ):
-            raise InvalidTransition(
-                f"Only a REFUND_REQUIRED payment can be marked refunded (this one is "
-                f"{payment.status})."
-            )
+        source = payment.status
+        returned = refundable_amount(payment)
+        payment_transition(
+            payment=payment,
+            target=P.REFUNDED,
+            actor=actor,
+            reason=note or "refunded outside FairQueue (recorded by staff)",
+        )
+        Payment.objects.filter(pk=payment.pk).update(
+            refunded_amount=F("refunded_amount") + returned
+        )
+        if source == P.CONFIRMED:
+            claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+            if claim.status == ClaimStatus.CONFIRMED:
+                claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
+        dispute_close(payment=payment, actor=actor, note="money returned")
+    return payment
+
+
+def payment_refund_by_staff(
+    *, payment_id: uuid.UUID, actor: str, reason: str, amount: int | None = None
+) -> Refund:
+    """Refund through the gateway (all that is left, or ``amount`` minor
+    units). A CONFIRMED payment's purchase is cancelled: its tickets go back
+    on sale. A reason is required; it goes to the gateway as the merchant note."""
+    if not reason.strip():
+        raise InvalidInput("A refund needs a reason.", details={"reason": "required"})
+    return payment_refund(
+        payment_id=payment_id, actor=actor, reason=reason, amount=amount, staff_action=True
+    )
+
+
+def payment_keep_tickets(*, payment_id: uuid.UUID, actor: str, note: str = "") -> Payment:
+    """Staff looked at a disputed or reversed payment and keep its tickets
+    valid: the flag comes down on the payment and its claim."""
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment_id)
+        payment_log(
+            payment=payment,
+            kind=EventKind.STAFF_ACTION,
+            actor=actor,
+            data={"action": "keep_tickets", "note": note},
+        )
+        if not dispute_close(payment=payment, actor=actor, note=note or "tickets kept"):
+            raise InvalidTransition("This payment has no open dispute or reversal.")
     return payment

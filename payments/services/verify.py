@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
 from payments.domain import EventKind, PaymentStatus
 from payments.models import Payment
@@ -16,6 +17,7 @@ from payments.paystack import (
     PaystackClient,
     VerifyAnswer,
 )
+from payments.services.incidents import gateway_incident_record, gateway_incident_resolve
 from payments.services.outcomes import apply_failure, apply_verify, payment_lock
 from payments.services.records import payment_log
 
@@ -35,6 +37,7 @@ def gateway_verify(*, payment: Payment, actor: str) -> VerifyCall:
         actor=actor,
         data={"reference": payment.reference},
     )
+    Payment.objects.filter(pk=payment.pk).update(verified_at=timezone.now())
     try:
         answer = PaystackClient().verify(reference=payment.reference)
     except GatewayTransientError as exc:
@@ -42,7 +45,12 @@ def gateway_verify(*, payment: Payment, actor: str) -> VerifyCall:
             payment=payment,
             kind=EventKind.VERIFY_ERROR,
             actor=actor,
-            data={"transient": True, "error": str(exc), "http_status": exc.status_code},
+            data={
+                "transient": True,
+                "error": str(exc),
+                "http_status": exc.status_code,
+                "retry_after": exc.retry_after,
+            },
         )
         raise
     except GatewayPermanentError as exc:
@@ -57,7 +65,11 @@ def gateway_verify(*, payment: Payment, actor: str) -> VerifyCall:
                 "answer": exc.body if isinstance(exc.body, dict) else None,
             },
         )
+        if exc.credentials_refused:
+            gateway_incident_record(operation="verify", error=exc, reference=payment.reference)
+            return VerifyCall(answer=None)
         return VerifyCall(answer=None, not_found=exc.reference_not_found)
+    gateway_incident_resolve(operation="verify")
     return VerifyCall(answer=answer)
 
 

@@ -1,7 +1,16 @@
-"""Gateway webhooks: verified, deduplicated, applied in one short transaction."""
+"""Gateway webhooks: verified, deduplicated, applied in one short transaction.
+
+Paystack sends ``charge.success`` for a successful charge (never a webhook for
+a declined one: declines are found by verify), ``refund.*`` as a refund
+moves, and ``charge.dispute.*`` when a customer's bank disputes a charge.
+Every delivery for one of our payments lands in its append-only log, a
+repeated one too; anything else is acknowledged (200) and logged, so the
+gateway does not retry it for days.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -13,16 +22,21 @@ from django.db import IntegrityError, transaction
 
 from fairqueue.locks import pg_lock_timeout
 from fairqueue.metrics import WEBHOOKS, counted
-from payments.domain import EventKind
+from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES, EventKind
 from payments.errors import InvalidSignature, MalformedWebhook
-from payments.models import Payment, WebhookReceipt
+from payments.models import Payment, Refund, WebhookReceipt
 from payments.paystack import signature_valid
-from payments.services.outcomes import apply_failure, apply_success
+from payments.services.disputes import apply_dispute_webhook
+from payments.services.outcomes import apply_success
 from payments.services.records import payment_log
+from payments.services.refunds import refund_apply, refund_open_locked, refundable_amount
 
 logger = logging.getLogger(__name__)
 
-HANDLED_EVENTS = ("charge.success", "charge.failed")
+CHARGE_SUCCESS = "charge.success"
+REFUND_EVENTS = ("refund.pending", "refund.processing", "refund.processed", "refund.failed")
+DISPUTE_EVENTS = ("charge.dispute.create", "charge.dispute.remind", "charge.dispute.resolve")
+HANDLED_EVENTS = (CHARGE_SUCCESS, *REFUND_EVENTS, *DISPUTE_EVENTS)
 
 
 class WebhookOutcome(StrEnum):
@@ -50,14 +64,47 @@ def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOut
     event = payload.get("event")
     raw_data = payload.get("data")
     data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
-    reference = data.get("reference")
     if event not in HANDLED_EVENTS:
-        logger.info("paystack webhook ignored: event=%s reference=%s", event, reference)
+        logger.info("paystack webhook ignored: event=%s reference=%s", event, data.get("reference"))
         return WebhookOutcome.IGNORED
-    if not isinstance(reference, str) or not reference:
-        logger.warning("paystack webhook ignored: %s without a reference", event)
+    reference = webhook_reference(event, data)
+    if not reference:
+        logger.warning("paystack webhook ignored: %s without a transaction reference", event)
         return WebhookOutcome.IGNORED
-    return _apply(event=event, reference=reference, data=data, payload=payload, body=body)
+    return _apply(
+        event=event,
+        reference=reference,
+        key=delivery_key(event=event, reference=reference, data=data, body=body),
+        data=data,
+        payload=payload,
+        body=body,
+    )
+
+
+def webhook_reference(event: str, data: dict[str, Any]) -> str:
+    """The transaction an event is about: ``data.reference`` for a charge;
+    ``data.transaction_reference`` or ``data.transaction.reference`` for a
+    refund or a dispute."""
+    if event == CHARGE_SUCCESS:
+        candidates = [data.get("reference")]
+    else:
+        transaction_ = data.get("transaction")
+        nested = transaction_.get("reference") if isinstance(transaction_, dict) else None
+        candidates = [data.get("transaction_reference"), nested]
+    for value in candidates:
+        if isinstance(value, str) and value:
+            return value[:64]
+    return ""
+
+
+def delivery_key(*, event: str, reference: str, data: dict[str, Any], body: bytes) -> str:
+    """What makes a delivery "the same one again". A charge succeeds once
+    per reference, whatever the body says; a refund or dispute event is the
+    same when its body is (each status change is its own event)."""
+    if event == CHARGE_SUCCESS:
+        return reference
+    digest = hashlib.sha256(body).hexdigest()[:40]
+    return f"{reference}:{str(data.get('id') or '')[:64]}:{digest}"
 
 
 _INT64 = 2**63
@@ -105,14 +152,20 @@ def _parse(body: bytes) -> Any:
 
 
 def _apply(
-    *, event: str, reference: str, data: dict[str, Any], payload: dict[str, Any], body: bytes
+    *,
+    event: str,
+    reference: str,
+    key: str,
+    data: dict[str, Any],
+    payload: dict[str, Any],
+    body: bytes,
 ) -> WebhookOutcome:
     with transaction.atomic():
         with pg_lock_timeout():
             payment = Payment.objects.select_for_update().filter(reference=reference).first()
         if payment is None:
             # Not ours (another integration on the same gateway account):
-            # answer 200 so the gateway does not retry it forever.
+            # answer 200 so the gateway does not retry it for days.
             logger.warning("paystack webhook %s for unknown reference %s", event, reference)
             return WebhookOutcome.UNKNOWN_REFERENCE
         try:
@@ -120,6 +173,7 @@ def _apply(
                 WebhookReceipt.objects.create(
                     event_type=event,
                     reference=reference,
+                    key=key,
                     payment=payment,
                     gateway_transaction_id=str(data.get("id") or "")[:64],
                 )
@@ -138,7 +192,7 @@ def _apply(
         if duplicate:
             logger.info("paystack webhook %s %s already processed", event, reference)
             return WebhookOutcome.DUPLICATE
-        if event == "charge.success":
+        if event == CHARGE_SUCCESS:
             apply_success(
                 payment=payment,
                 amount=data.get("amount"),
@@ -146,13 +200,58 @@ def _apply(
                 transaction_id=str(data.get("id") or ""),
                 actor="webhook",
             )
+        elif event in REFUND_EVENTS:
+            _apply_refund(payment=payment, event=event, data=data)
         else:
-            apply_failure(
-                payment=payment,
-                reason=f"charge.failed: {data.get('gateway_response') or 'declined'}",
-                actor="webhook",
-                release_claim=True,
-                gateway_status=str(data.get("status") or "failed"),
-            )
+            apply_dispute_webhook(payment=payment, event=event, data=data)
     logger.info("paystack webhook %s %s -> payment %s", event, reference, payment.status)
     return WebhookOutcome.PROCESSED
+
+
+def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None:
+    """A refund event: our refund in flight (or the one it names) moves on.
+    A refund we never asked for was made in the gateway's dashboard: it is
+    recorded as one, and cancels the purchase like any refund."""
+    status = event.split(".", 1)[1]
+    gateway_id = str(data.get("id") or "")[:64]
+    amount = _amount(data.get("amount"))
+    refunds = Refund.objects.select_for_update().filter(payment=payment)
+    refund = refunds.filter(gateway_refund_id=gateway_id).first() if gateway_id else None
+    if refund is None:
+        refund = refunds.filter(status__in=OPEN_REFUND_STATUSES).first()
+    if refund is None:
+        if status == "failed" or payment.status not in REFUNDABLE_STATUSES:
+            logger.warning(
+                "paystack %s for payment %s (%s) matches no refund of ours: logged only",
+                event,
+                payment.reference,
+                payment.status,
+            )
+            return
+        left = refundable_amount(payment)
+        refund = refund_open_locked(
+            payment=payment,
+            actor="gateway",
+            reason="refund made outside FairQueue (the gateway's dashboard)",
+            amount=amount if amount is not None and amount <= left else None,
+            gateway_refund_id=gateway_id,
+        )
+    refund_apply(
+        payment=payment,
+        refund=refund,
+        gateway_status=status,
+        actor="webhook",
+        gateway_refund_id=gateway_id,
+        amount=amount,
+    )
+
+
+def _amount(value: Any) -> int | None:
+    """Refund amounts arrive as numbers or as digit strings."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.isdigit():
+        return int(value) or None
+    return None

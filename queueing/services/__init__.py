@@ -7,7 +7,8 @@
   room is degraded);
 - ``admission_check``: the claim step's side (token still good, used up);
 - ``close``: the end of a sale;
-- ``rebuild`` / ``reconcile``: Redis back from Postgres.
+- ``rebuild`` / ``reconcile``: Redis back from Postgres;
+- ``ws_tickets``: single-use tickets that open the queue WebSocket.
 
 Submodules import each other directly, never this package, so re-exporting
 them here makes no cycle.
@@ -37,11 +38,13 @@ from queueing.services.join import (
 from queueing.services.prequeue import prequeue_shuffle
 from queueing.services.rebuild import queue_rebuild
 from queueing.services.reconcile import queue_reconcile_all, queue_reconcile_event
+from queueing.services.ws_tickets import WsTicket, ws_ticket_issue, ws_ticket_redeem
 
 __all__ = [
     "JoinBar",
     "JoinResult",
     "PositionResult",
+    "WsTicket",
     "admission_clock_stop",
     "admission_slot_release",
     "admission_tick_all",
@@ -58,4 +61,6 @@ __all__ = [
     "queue_rebuild",
     "queue_reconcile_all",
     "queue_reconcile_event",
+    "ws_ticket_issue",
+    "ws_ticket_redeem",
 ]

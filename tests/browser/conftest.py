@@ -20,7 +20,7 @@ from payments.sandbox import SandboxServer
 from queueing.services import admission_tick_event
 from tests.support.browser import Daphne, chromium
 from tests.support.factories import CustomerFactory, OrganizerFactory
-from tests.support.payments import WEBHOOK_PATH, Sandbox
+from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox
 
 
 @dataclass
@@ -34,7 +34,10 @@ class Stack:
 def stack(live_server, settings, tmp_path, eager_tasks) -> Iterator[Stack]:
     daphne = Daphne(tmp_path / "daphne.log").start()
     sandbox = SandboxServer(
-        port=0, secret_key=settings.PAYSTACK_SECRET_KEY, webhook_url=live_server.url + WEBHOOK_PATH
+        port=0,
+        secret_key=settings.PAYSTACK_SECRET_KEY,
+        webhook_url=live_server.url + WEBHOOK_PATH,
+        control_token=CONTROL_TOKEN,
     ).start()
     settings.WEBSOCKET_PUBLIC_URL = daphne.url
     settings.PAYSTACK_BASE_URL = sandbox.url

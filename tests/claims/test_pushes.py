@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 from claims.domain import ReleaseReason
 from claims.services import claim_create, claim_release
 from config.asgi import application
-from customers.tokens import customer_token_issue
+from queueing.services import ws_ticket_issue
 from tests.support.factories import CustomerFactory
 from tests.support.sales import admit, make_event
 
@@ -21,11 +21,11 @@ def test_sold_out_then_available_are_pushed_to_watchers():
     event = make_event(tickets=1)
     buyer, _entry, admission = admit(event)
     watcher = CustomerFactory()
-    token, _ = customer_token_issue(customer_id=watcher.id, email=watcher.email)
+    ticket = ws_ticket_issue(event_id=event.id, customer_id=watcher.id).ticket
     tier = event.tiers.get()
 
     async def scenario():
-        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?token={token}")
+        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?ticket={ticket}")
         assert (await ws.connect())[0]
         await ws.receive_json_from()  # the position snapshot
         claim = await sync_to_async(claim_create)(

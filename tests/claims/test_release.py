@@ -99,3 +99,38 @@ def test_release_of_someone_elses_claim_is_not_found():
         )
     assert Claim.objects.get(pk=held.pk).status == "CLAIMED"
     assert Ticket.objects.filter(claim=held).count() == 1
+
+
+def test_a_customer_cannot_release_a_paid_claim(django_capture_on_commit_callbacks):
+    tier = on_sale(tickets=2)
+    (buyer,) = admit_directly(tier.event, make_customers(1))
+    held = claim_one(tier, buyer)
+    Claim.objects.filter(pk=held.pk).update(status="CONFIRMED")
+    with pytest.raises(InvalidTransition), django_capture_on_commit_callbacks(execute=True):
+        claim_release(
+            claim_id=held.pk, reason=ReleaseReason.CUSTOMER, customer_id=buyer.customer.id
+        )
+    assert Claim.objects.get(pk=held.pk).status == "CONFIRMED"
+    assert Ticket.objects.filter(claim=held).count() == 1
+    assert counter(tier) == 1
+
+
+def test_a_refunded_paid_claim_returns_its_tickets_and_reopens_a_sold_out_event(
+    django_capture_on_commit_callbacks,
+):
+    tier = on_sale(tickets=2)
+    Event.objects.filter(pk=tier.event_id).update(max_tickets_per_customer=2)
+    (buyer,) = admit_directly(tier.event, make_customers(1))
+    held = claim_one(tier, buyer, quantity=2)
+    Claim.objects.filter(pk=held.pk).update(status="CONFIRMED")
+    assert Event.objects.get(pk=tier.event_id).status == "SOLD_OUT"
+    assert counter(tier) == 0
+
+    with django_capture_on_commit_callbacks(execute=True):
+        released = claim_release(claim_id=held.pk, reason=ReleaseReason.REFUNDED)
+
+    assert (released.status, released.release_reason) == ("RELEASED", "refunded")
+    assert released.released_at is not None
+    assert Ticket.objects.filter(tier=tier, claim__isnull=True).count() == 2
+    assert counter(tier) == 2
+    assert Event.objects.get(pk=tier.event_id).status == "ACTIVE"

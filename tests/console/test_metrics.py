@@ -14,12 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from claims.services import claim_create
 from config.asgi import application
-from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError
 from payments.domain import PaymentStatus
 from payments.paystack import sign
 from payments.services.records import payment_transition
 from queueing import services
+from queueing.services import ws_ticket_issue
 from queueing.store import QueueStore
 from tests.support.factories import CustomerFactory, TierFactory
 from tests.support.metrics import sample
@@ -214,11 +214,13 @@ def test_open_websockets_are_a_gauge():
     tier = on_sale()
     customer = CustomerFactory()
     join(tier.event, customer)
-    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    ticket = ws_ticket_issue(event_id=tier.event_id, customer_id=customer.id).ticket
     before = sample("fairqueue_websocket_connections")
 
     async def scenario() -> tuple[float, float]:
-        ws = WebsocketCommunicator(application, f"/ws/events/{tier.event_id}/queue/?token={token}")
+        ws = WebsocketCommunicator(
+            application, f"/ws/events/{tier.event_id}/queue/?ticket={ticket}"
+        )
         connected, _ = await ws.connect()
         assert connected
         await ws.receive_json_from(timeout=5)

@@ -8,6 +8,7 @@ calls really overlap (see tests/core/threads.py).
 import threading
 from collections import Counter
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from customers.models import Customer, OneTimeCode
 from customers.services import _code_matches, _lock_email, otp_request, otp_verify
 from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError
+from fairqueue.redis import get_redis
 from tests.support.races import race_calls, wait_until_blocked
 from tests.support.signin import code_from, other_code
 
@@ -35,9 +37,10 @@ def holding_code_row(email: str):
         yield
 
 
-def fresh_code(email: str = EMAIL) -> str:
-    otp_request(email=email)
-    return code_from(mail.outbox[-1])
+def fresh_code(email: str = EMAIL) -> tuple[str, str]:
+    """(code, nonce) of a new sign-in request."""
+    sent = otp_request(email=email)
+    return code_from(mail.outbox[-1]), sent.nonce
 
 
 def error_codes(results: list[Any]) -> Counter:
@@ -48,7 +51,7 @@ def error_codes(results: list[Any]) -> Counter:
 
 
 def test_race_shown_without_the_guard_two_verifies_both_get_a_token(mailoutbox):
-    code = fresh_code()
+    code, _nonce = fresh_code()
     barrier = threading.Barrier(2)
 
     def naive_verify(email: str, code: str) -> str | None:
@@ -69,10 +72,10 @@ def test_race_shown_without_the_guard_two_verifies_both_get_a_token(mailoutbox):
 
 
 def test_two_parallel_verifies_of_one_code_give_exactly_one_token(mailoutbox):
-    code = fresh_code()
+    code, nonce = fresh_code()
 
     with holding_code_row(EMAIL):
-        running = race_calls(otp_verify, [{"email": EMAIL, "code": code}] * 2)
+        running = race_calls(otp_verify, [{"email": EMAIL, "code": code, "nonce": nonce}] * 2)
         wait_until_blocked(2)
     results = running.results()
 
@@ -105,11 +108,12 @@ def test_race_shown_without_the_guard_parallel_wrong_codes_lose_attempts(mailout
 
 
 def test_parallel_wrong_codes_are_counted_exactly_and_lock_the_code(mailoutbox):
-    code = fresh_code()
+    code, nonce = fresh_code()
     n = 8
 
     with holding_code_row(EMAIL):
-        running = race_calls(otp_verify, [{"email": EMAIL, "code": other_code(code)}] * n)
+        wrong = {"email": EMAIL, "code": other_code(code), "nonce": nonce}
+        running = race_calls(otp_verify, [wrong] * n)
         wait_until_blocked(n)
     results = running.results()
 
@@ -121,14 +125,15 @@ def test_parallel_wrong_codes_are_counted_exactly_and_lock_the_code(mailoutbox):
     assert left == list(range(max_attempts))  # 0, 1, 2, 3, 4: each count seen once
     assert OneTimeCode.objects.get().attempts == max_attempts
     with pytest.raises(AppError) as refused:
-        otp_verify(email=EMAIL, code=code)
+        otp_verify(email=EMAIL, code=code, nonce=nonce)
     assert refused.value.code == "otp_locked"
     assert Customer.objects.count() == 0
 
 
 def test_a_right_and_wrong_codes_in_parallel_never_exceed_the_attempts(mailoutbox):
-    code = fresh_code()
-    calls = [{"email": EMAIL, "code": other_code(code)}] * 6 + [{"email": EMAIL, "code": code}]
+    code, nonce = fresh_code()
+    wrong = {"email": EMAIL, "code": other_code(code), "nonce": nonce}
+    calls = [wrong] * 6 + [{"email": EMAIL, "code": code, "nonce": nonce}]
 
     with holding_code_row(EMAIL):
         running = race_calls(otp_verify, calls)
@@ -149,18 +154,55 @@ def test_a_right_and_wrong_codes_in_parallel_never_exceed_the_attempts(mailoutbo
         assert Customer.objects.count() == 0
 
 
-# --- parallel requests for one address: one code, one email ------------------------------
+# --- parallel requests for one address: one code per client, the mailbox limit exact ----
 
 
-def test_parallel_requests_for_one_address_send_exactly_one_code(mailoutbox):
+def test_parallel_resends_of_one_client_send_exactly_one_code(mailoutbox):
+    _code, nonce = fresh_code()
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
+    )
     n = 5
     with transaction.atomic():
         _lock_email(EMAIL)  # the same advisory lock the service takes
-        running = race_calls(otp_request, [{"email": EMAIL}] * n)
+        running = race_calls(otp_request, [{"email": EMAIL, "nonce": nonce}] * n)
         wait_until_blocked(n)
     results = running.results()
 
     assert sum(not isinstance(r, Exception) for r in results) == 1
     assert error_codes(results) == Counter({"otp_resend_too_soon": n - 1})
-    assert OneTimeCode.objects.count() == 1
-    assert len(mailoutbox) == 1
+    assert OneTimeCode.objects.count() == 2  # the first code, replaced by one resend
+    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 1
+    assert len(mailoutbox) == 2
+
+
+def test_race_shown_without_the_guard_a_read_then_count_limit_lets_everyone_through():
+    """The mailbox limit counted the naive way (read, compare, then INCR):
+    parallel requests all read the same count and all pass."""
+    client = get_redis()
+    key, limit, n = "fq:rl:{naive}:3600", 5, 12
+    barrier = threading.Barrier(n)
+
+    def naive_hit() -> bool:
+        count = int(client.get(key) or 0)
+        barrier.wait()  # everyone has read before anyone counts
+        if count >= limit:
+            return False
+        client.incr(key)
+        return True
+
+    results = race_calls(naive_hit, [{}] * n).results()
+
+    assert results.count(True) == n  # 12 codes where 5 were allowed
+
+
+def test_parallel_requests_from_many_clients_never_pass_the_mailbox_limit(mailoutbox, settings):
+    settings.OTP_EMAIL_LIMITS = "5/hour"
+    n = 12
+    running = race_calls(otp_request, [{"email": EMAIL}] * n)
+    results = running.results()
+
+    assert sum(not isinstance(r, Exception) for r in results) == 5
+    assert error_codes(results) == Counter({"rate_limited": n - 5})
+    assert OneTimeCode.objects.count() == 5
+    assert len(mailoutbox) == 5

@@ -1,22 +1,28 @@
 """Token audience separation: only a customer token, signed with our key and
-not expired, authenticates a customer, over DRF and over the WebSocket
-middleware alike."""
+not expired, authenticates a customer. (The WebSocket takes no customer
+token at all: tests/queueing/test_ws_tickets.py.)"""
 
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import jwt
 import pytest
-from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from customers.authentication import TokenAuthMiddleware
-from customers.tokens import CUSTOMER_AUDIENCE, CustomerPrincipal, customer_token_issue
+from customers.tokens import CUSTOMER_AUDIENCE, customer_token_issue
 from fairqueue.tokens import ISSUER, sign
 from queueing.tokens import ADMISSION_AUDIENCE, admission_token_issue
+from tests.support.factories import CustomerFactory
 
 ME_URL = "/api/v1/auth/me/"
 CUSTOMER_ID = uuid.uuid4()
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def customer():
+    return CustomerFactory(id=CUSTOMER_ID, email="ada@example.com")
 
 
 def customer_token() -> str:
@@ -119,44 +125,3 @@ def test_drf_without_a_usable_bearer_is_401(api, header):
     response = api.get(ME_URL, **extra)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "not_authenticated"
-
-
-# --- Channels middleware -----------------------------------------------------------
-
-
-def call_middleware(query_string: bytes) -> dict:
-    """Run TokenAuthMiddleware around a tiny ASGI app that records its scope."""
-    seen: dict = {}
-
-    async def inner(scope, receive, send):
-        seen.update(scope)
-        return "inner-called"
-
-    async def receive():
-        return {"type": "websocket.connect"}
-
-    async def send(message):
-        return None
-
-    middleware = TokenAuthMiddleware(inner)
-    scope = {"type": "websocket", "path": "/ws/x/", "query_string": query_string}
-    result = async_to_sync(middleware)(scope, receive, send)
-    assert result == "inner-called"
-    assert seen["path"] == "/ws/x/"  # the rest of the scope is passed on
-    return seen
-
-
-def test_middleware_puts_the_customer_of_a_valid_token_in_the_scope():
-    scope = call_middleware(f"token={customer_token()}&x=1".encode())
-    assert scope["customer"] == CustomerPrincipal(id=CUSTOMER_ID, email="ada@example.com")
-
-
-@pytest.mark.parametrize(("make_token", "code"), REFUSED)
-def test_middleware_refuses_every_other_token(make_token, code):
-    scope = call_middleware(f"token={make_token()}".encode())
-    assert scope["customer"] is None
-
-
-@pytest.mark.parametrize("query", [b"", b"token=", b"other=1", b"token=%ff%fe"])
-def test_middleware_without_a_token_leaves_the_customer_empty(query):
-    assert call_middleware(query)["customer"] is None

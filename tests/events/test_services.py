@@ -199,6 +199,9 @@ def test_the_same_name_gets_a_distinct_slug():
         (lambda start: {"admission_window_seconds": 0}, "admission"),
         (lambda start: {"max_active_admitted": 0}, "admission"),
         (lambda start: {"name": "  "}, "name"),
+        # Only the currencies the payment gateway (Paystack) takes.
+        (lambda start: {"currency": "GBP"}, "currency"),
+        (lambda start: {"currency": "XYZ"}, "currency"),
     ],
 )
 def test_invalid_event_is_refused_and_nothing_is_written(make, field):
@@ -364,3 +367,17 @@ def test_event_update_refuses_ended_events_unknown_fields_and_late_currency_chan
     assert exc.value.details == {"fields": ["slug", "status"]}
     assert Event.objects.get(pk=active.pk).status == "ACTIVE"
     assert Event.objects.get(pk=ended.pk).name != "x"
+
+
+@pytest.mark.parametrize("currency", ["NGN", "ghs", "ZAR", "KES", "USD", "XOF", "EGP"])
+def test_every_currency_the_gateway_takes_is_accepted(currency):
+    event = create(currency=currency)
+    assert event.currency == currency.upper()
+
+
+def test_a_draft_cannot_move_to_a_currency_the_gateway_does_not_take():
+    draft = event_in("DRAFT")
+    with pytest.raises(InvalidInput) as exc:
+        services.event_update(event_id=draft.pk, currency="EUR")
+    assert set(exc.value.details) == {"currency"}
+    assert Event.objects.get(pk=draft.pk).currency == "NGN"

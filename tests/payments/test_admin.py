@@ -10,8 +10,14 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent
-from tests.support.factories import UserFactory
-from tests.support.payments import held_tickets, pending_payment, reload
+from tests.support.factories import UserFactory, bearer
+from tests.support.payments import (
+    held_tickets,
+    make_claim,
+    pending_payment,
+    post_webhook,
+    reload,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -151,3 +157,146 @@ def test_database_refuses_to_change_the_log(api, sandbox):
         PaymentEvent.objects.filter(pk=event.pk).delete()
     assert PaymentEvent.objects.get(pk=event.pk).kind == event.kind
     assert PaymentEvent.objects.filter(payment=payment).count() == 3
+
+
+def test_payment_page_shows_money_in_major_units_and_links(api, staff, sandbox):
+    payment = pending_payment(api)  # 500,000 kobo
+    page = staff.get(f"{CHANGELIST}{payment.pk}/change/").content.decode()
+    assert "NGN 5,000.00" in page
+    assert f"/admin/core/customer/{payment.customer_id}/change/" in page
+    assert f"/admin/events/event/{payment.claim.event_id}/change/" in page
+    assert f"/admin/payments/paymentevent/?payment__id__exact={payment.pk}" in page
+    listing = staff.get(CHANGELIST).content.decode()
+    assert "NGN 5,000.00" in listing
+    other = pending_payment(api)
+    log = staff.get("/admin/payments/paymentevent/", {"payment__id__exact": str(payment.pk)})
+    assert log.status_code == 200
+    shown = {e.payment_id for e in log.context["cl"].result_list}
+    assert shown == {payment.pk}  # its log only, not the other payment's
+    assert other.events.count() == 3
+
+
+@pytest.mark.parametrize(
+    ("changes", "title", "advice"),
+    [
+        ({"flag_reason": "amount 1 != expected 500000"}, "Flagged", "Fail and release"),
+        ({"status": "REFUND_REQUIRED"}, "Refund required", "automatic refund"),
+        ({"status": "REFUND_PENDING"}, "Refund pending", "refund.processed"),
+        ({"status": "REFUND_FAILED"}, "Refund failed", "Refund through the gateway"),
+        (
+            {"status": "INITIALIZING", "blocked_since": timezone.now()},
+            "merchant-side",
+            "Fix the cause",
+        ),
+        ({"overdue_at": timezone.now()}, "Overdue", "Verify with the gateway now"),
+        ({"status": "CONFIRMED", "dispute": "open"}, "Disputed: open", "Keep the tickets"),
+        ({"status": "CONFIRMED", "dispute": "lost"}, "Disputed: lost", "Mark refunded"),
+        ({"status": "CONFIRMED", "dispute": "reversed"}, "Disputed: reversed", "Mark refunded"),
+    ],
+)
+def test_every_flag_is_explained_with_what_to_do(api, staff, sandbox, changes, title, advice):
+    payment = pending_payment(api)
+    Payment.objects.filter(pk=payment.pk).update(**changes)
+    page = staff.get(f"{CHANGELIST}{payment.pk}/change/").content.decode()
+    assert title in page
+    assert advice in page
+    assert "What to do:" in page
+
+
+def test_a_plain_payment_needs_no_one(api, staff, sandbox):
+    payment = pending_payment(api)
+    page = staff.get(f"{CHANGELIST}{payment.pk}/change/").content.decode()
+    assert "this payment needs no one" in page
+
+
+def paid(api, client, sandbox) -> Payment:
+    payment = pending_payment(api)
+    sandbox.pay(payment.reference)
+    body, signature = sandbox.webhook(payment.reference)
+    post_webhook(client, body, signature)
+    return reload(payment)
+
+
+def test_refund_action_asks_for_amount_and_reason_first(api, client, staff, sandbox):
+    sandbox.config(send_webhooks=False, refund_outcome="manual")
+    payment = paid(api, client, sandbox)
+
+    form = staff.post(CHANGELIST, {"action": "refund", "_selected_action": [str(payment.pk)]})
+
+    assert form.status_code == 200
+    assert b"Refund through the gateway" in form.content
+    assert payment.reference.encode() in form.content
+    assert reload(payment).status == "CONFIRMED"  # nothing happened yet
+    assert sandbox.stats()["refund_calls"] == 0
+    no_reason = staff.post(
+        CHANGELIST,
+        {"action": "refund", "_selected_action": [str(payment.pk)], "apply": "1", "reason": ""},
+    )
+    assert no_reason.status_code == 200  # the form again, with its error
+    assert sandbox.stats()["refund_calls"] == 0
+
+
+def test_refund_a_selection_partially_in_major_units(api, client, staff, sandbox):
+    sandbox.config(send_webhooks=False, refund_outcome="manual")
+    first, second = paid(api, client, sandbox), paid(api, client, sandbox)
+
+    response = staff.post(
+        CHANGELIST,
+        {
+            "action": "refund",
+            "_selected_action": [str(first.pk), str(second.pk)],
+            "apply": "1",
+            "amount": "1500.00",
+            "reason": "show moved to a smaller hall",
+        },
+        follow=True,
+    )
+
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("Refunds asked for" in m and "NGN 1,500.00" in m for m in messages), messages
+    for payment in (first, second):
+        payment = reload(payment)
+        assert payment.status == "REFUND_PENDING"
+        refund = payment.refunds.get()
+        assert (refund.amount, refund.full, refund.reason, refund.requested_by) == (
+            150_000,
+            False,
+            "show moved to a smaller hall",
+            "staff:ada",
+        )
+        assert sandbox.refunds_of(payment.reference)[0]["amount"] == 150_000
+        assert reload(payment.claim).status == ClaimStatus.RELEASED  # the purchase is cancelled
+        action = payment.events.get(kind="staff_action")
+        assert action.data["reason"] == "show moved to a smaller hall"
+
+
+def test_refund_refusals_are_reported_per_payment(api, client, staff, sandbox):
+    sandbox.config(send_webhooks=False, refund_outcome="manual")
+    paid_one = paid(api, client, sandbox)
+    live_one = pending_payment(api)
+
+    response = staff.post(
+        CHANGELIST,
+        {
+            "action": "refund",
+            "_selected_action": [str(paid_one.pk), str(live_one.pk)],
+            "apply": "1",
+            "reason": "sorry",
+        },
+        follow=True,
+    )
+
+    messages = [str(m) for m in response.context["messages"]]
+    assert any(live_one.reference in m and "cannot be refunded" in m for m in messages)
+    assert reload(paid_one).status == "REFUND_PENDING"
+    assert reload(live_one).status == "PENDING"
+    assert live_one.refunds.count() == 0
+
+
+def test_gateway_incidents_are_listed_for_staff(api, staff, sandbox):
+    sandbox.config(reject_key=True)
+    claim = make_claim()
+    api.post(f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer))
+    page = staff.get("/admin/payments/gatewayincident/", {"state": "open"}).content.decode()
+    assert "Invalid key" in page
+    assert "initialize" in page

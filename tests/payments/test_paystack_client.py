@@ -3,6 +3,7 @@ retries for transient failures only, bounded, typed errors, secret never logged.
 
 import logging
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -10,6 +11,7 @@ from payments.paystack import (
     GatewayPermanentError,
     GatewayTransientError,
     PaystackClient,
+    retry_after_seconds,
     sign,
     signature_valid,
 )
@@ -178,3 +180,66 @@ def test_signature_is_hmac_sha512_hex_of_the_raw_body():
     assert not signature_valid(body, sign(body, "another"), SECRET)
     assert not signature_valid(body, None, SECRET)
     assert not signature_valid(body, "", SECRET)
+
+
+def test_refund_lookups_use_the_refund_endpoints(stub):
+    refund = {"id": 77, "status": "processed", "amount": 100, "currency": "NGN",
+              "transaction": {"reference": "r1"}}  # fmt: skip
+    stub.then(200, {"status": True, "message": "Refund retrieved", "data": refund})
+    stub.then(
+        200,
+        {
+            "status": True,
+            "message": "Refunds retrieved",
+            "data": [refund, {**refund, "id": 78, "transaction": {"reference": "other"}}],
+        },
+    )
+    c = client(stub.url)
+
+    fetched = c.refund_fetch(refund_id="77", reference="r1")
+    listed = c.refunds_of(reference="r1")
+
+    assert (fetched.refund_id, fetched.status, fetched.transaction_reference) == (
+        "77",
+        "processed",
+        "r1",
+    )
+    # A filter the gateway ignored must not hand us another transaction's refund.
+    assert [a.refund_id for a in listed] == ["77"]
+    assert [r["path"] for r in stub.requests] == ["/refund/77", "/refund?reference=r1"]
+    assert {r["method"] for r in stub.requests} == {"GET"}
+
+
+def test_partial_refund_sends_the_amount(stub):
+    stub.then(200, {"status": True, "data": {"id": 1, "status": "pending", "amount": 50}})
+    client(stub.url).refund(
+        reference="r1", amount=50, currency="NGN", merchant_note="m", customer_note="c"
+    )
+    assert stub.requests[0]["body"]["amount"] == 50
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("30", 30),
+        ("0", 0),
+        ("Wed, 21 Oct 2015 07:28:30 GMT", 30),
+        ("999999", 3600),  # not believed past an hour
+        ("soon", None),
+        (None, None),
+    ],
+)
+def test_retry_after_is_read_as_seconds(header, seconds):
+    now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
+    assert retry_after_seconds(header, now=now) == seconds
+
+
+@pytest.mark.parametrize(
+    ("status", "refused"), [(401, True), (403, True), (400, False), (404, False)]
+)
+def test_a_refused_key_is_told_apart(stub, status, refused):
+    stub.then(status, {"status": False, "message": "nope"})
+    with pytest.raises(GatewayPermanentError) as error:
+        client(stub.url).verify(reference="r1")
+    assert error.value.credentials_refused is refused
+    assert error.value.reference_not_found is (status == 404)

@@ -68,6 +68,7 @@ def test_duplicate_reference_is_refused(gw):
         ({"amount": "12.5"}, "Invalid Amount Sent"),
         ({"currency": "XXX"}, "Currency not supported by merchant"),
         ({"reference": "has space"}, "Invalid transaction reference"),
+        ({"reference": "fq_underscore"}, "Invalid transaction reference"),  # not documented
     ],
 )
 def test_initialize_validates(gw, body, message):
@@ -104,6 +105,7 @@ def test_webhooks_are_signed_with_the_secret_key(gw):
     finally:
         stub.stop()
     body = json.dumps(delivery["body"], separators=(",", ":")).encode()
+    assert delivery["path"] == "/hook"
     expected = hmac.new(gw.app.secret_key.encode(), body, hashlib.sha512).hexdigest()
     assert delivery["headers"]["x-paystack-signature"] == expected
     assert delivery["body"]["event"] == "charge.success"
@@ -119,7 +121,7 @@ def test_fault_injection_after_recording_loses_the_answer(gw):
 
 
 def test_unknown_config_keys_are_refused(gw):
-    answer = requests.post(f"{gw.url}/_sandbox/config", json={"nope": 1}, timeout=5)
+    answer = gw.control("POST", "config", json={"nope": 1})
     assert answer.status_code == 400
 
 

@@ -162,24 +162,25 @@ def test_amount_or_currency_mismatch_is_flagged_not_confirmed(
 
 
 @pytest.mark.django_db
-def test_charge_failed_fails_payment_and_releases_claim(api, client, sandbox):
+def test_a_charge_failed_body_changes_nothing(api, client, sandbox):
+    """Paystack sends no webhook for a failed charge (declines are found by
+    verify): a signed ``charge.failed`` is acknowledged as an unknown event,
+    and the payment and claim stay as they were."""
     claim = make_claim(quantity=2)
     payment = pending_payment(api, claim)
-    sandbox.pay(payment.reference, outcome="failed", send_webhook=False)
-    body, signature = sandbox.webhook(payment.reference)
-    assert json.loads(body)["event"] == "charge.failed"
+    body = json.dumps(
+        {"event": "charge.failed", "data": {"reference": payment.reference, "status": "failed"}}
+    ).encode()
+    before = snapshot()
 
-    response = post_webhook(client, body, signature)
+    response = post_webhook(client, body, sign(body, sandbox.app.secret_key))
 
     assert response.status_code == 200
-    payment = reload(payment)
-    assert payment.status == "FAILED"
-    assert payment.failure_reason == "charge.failed: Declined"
-    claim = reload(claim)
-    assert claim.status == ClaimStatus.RELEASED
-    assert claim.release_reason == "payment_failed"
-    assert held_tickets(claim) == 0
-    assert transitions(payment)[-1] == ("PENDING", "FAILED")
+    assert response.json() == {"status": "ignored"}
+    assert snapshot() == before
+    assert reload(payment).status == "PENDING"
+    assert reload(claim).status == ClaimStatus.CLAIMED
+    assert held_tickets(claim) == 2
 
 
 @pytest.mark.django_db
@@ -222,3 +223,24 @@ def test_signed_garbage_is_400_and_changes_nothing(api, client, sandbox, body):
 @pytest.mark.django_db
 def test_webhook_only_accepts_post(client):
     assert client.get("/api/v1/webhooks/paystack/").status_code == 405
+    assert client.get("/api/v1/webhooks/paystack").status_code == 405
+
+
+@pytest.mark.django_db
+def test_webhook_url_without_the_slash_is_served_not_redirected(api, client, sandbox):
+    payment = pending_payment(api)
+    sandbox.pay(payment.reference, send_webhook=False)
+    body, signature = sandbox.webhook(payment.reference)
+
+    response = client.generic(
+        "POST",
+        "/api/v1/webhooks/paystack",
+        data=body,
+        content_type="application/json",
+        HTTP_X_PAYSTACK_SIGNATURE=signature,
+    )
+
+    assert response.status_code == 200  # no 301/308: the POST is handled where it lands
+    assert response.json() == {"status": "processed"}
+    assert reload(payment).status == "CONFIRMED"
+    assert reload(payment.claim).status == ClaimStatus.CONFIRMED

@@ -1,5 +1,5 @@
-"""The queue WebSocket, through the real ASGI application (token middleware,
-URL routing) and the real Redis channel layer."""
+"""The queue WebSocket, through the real ASGI application (URL routing, the
+single-use ticket) and the real Redis channel layer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
-from customers.tokens import customer_token_issue
 from events.services import event_end, event_pause, event_resume
 from queueing import services
 from queueing.consumers import QueueConsumer, origin_allowed
@@ -23,14 +22,14 @@ from tests.support.sales import join, make_event, past
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def token_of(customer) -> str:
-    return customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+def ticket_of(event_id, customer) -> str:
+    return services.ws_ticket_issue(event_id=event_id, customer_id=customer.id).ticket
 
 
-def communicator(event_id, token=None, origin=None) -> WebsocketCommunicator:
+def communicator(event_id, ticket=None, origin=None) -> WebsocketCommunicator:
     path = f"/ws/events/{event_id}/queue/"
-    if token is not None:
-        path += f"?token={token}"
+    if ticket is not None:
+        path += f"?ticket={ticket}"
     headers = [(b"origin", origin.encode())] if origin else []
     return WebsocketCommunicator(application, path, headers=headers)
 
@@ -47,13 +46,13 @@ async def _close_code(ws) -> int:
     return message["code"]
 
 
-def test_missing_or_bad_token_cannot_connect():
+def test_missing_or_bad_ticket_cannot_connect():
     event = make_event()
 
     async def scenario():
         codes = []
-        for token in (None, "", "garbage", "a.b.c"):
-            ws = communicator(event.id, token)
+        for ticket in (None, "", "garbage", "a.b.c"):
+            ws = communicator(event.id, ticket)
             codes.append(await _close_code(ws))
             await ws.wait()
         return codes
@@ -61,7 +60,7 @@ def test_missing_or_bad_token_cannot_connect():
     assert run(scenario) == [4401, 4401, 4401, 4401]
 
 
-def test_an_admission_token_is_not_a_customer_token():
+def test_an_admission_token_is_not_a_ticket():
     event = make_event()
     _customer, _entry, admission = _admitted(event)
 
@@ -82,8 +81,10 @@ def test_foreign_origin_is_refused(settings):
     event = make_event()
     customer = CustomerFactory()
 
+    ticket = ticket_of(event.id, customer)
+
     async def scenario():
-        ws = communicator(event.id, token_of(customer), origin="https://evil.example.net")
+        ws = communicator(event.id, ticket, origin="https://evil.example.net")
         return await _close_code(ws)
 
     assert run(scenario) == 4403
@@ -103,10 +104,9 @@ def test_origin_rules(settings):
 
 
 def test_unknown_event_is_refused():
-    customer = CustomerFactory()
 
     async def scenario():
-        return await _close_code(communicator(uuid.uuid4(), token_of(customer)))
+        return await _close_code(communicator(uuid.uuid4(), "a-ticket"))
 
     assert run(scenario) == 4404
 
@@ -116,9 +116,11 @@ def test_connect_sends_the_snapshot_then_admitted_and_position_pushes():
     first, _ = join(event)
     second, _ = join(event)
 
+    first_ticket, second_ticket = ticket_of(event.id, first), ticket_of(event.id, second)
+
     async def scenario():
-        ws_first = communicator(event.id, token_of(first), origin="http://localhost:8000")
-        ws_second = communicator(event.id, token_of(second))
+        ws_first = communicator(event.id, first_ticket, origin="http://localhost:8000")
+        ws_second = communicator(event.id, second_ticket)
         assert (await ws_first.connect())[0]
         assert (await ws_second.connect())[0]
         snapshots = [await ws_first.receive_json_from(), await ws_second.receive_json_from()]
@@ -160,8 +162,10 @@ def test_expired_paused_and_resumed_are_pushed():
     customer, _ = join(event)
     services.admission_tick_event(event_id=event.id)
 
+    ticket = ticket_of(event.id, customer)
+
     async def scenario():
-        ws = communicator(event.id, token_of(customer))
+        ws = communicator(event.id, ticket)
         assert (await ws.connect())[0]
         snapshot = await ws.receive_json_from()
         await sync_to_async(event_pause)(event_id=event.id)
@@ -188,8 +192,10 @@ def test_a_customer_not_in_the_queue_may_watch_and_ask_again():
     event = make_event()
     customer = CustomerFactory()
 
+    ticket = ticket_of(event.id, customer)
+
     async def scenario():
-        ws = communicator(event.id, token_of(customer))
+        ws = communicator(event.id, ticket)
         assert (await ws.connect())[0]
         before = await ws.receive_json_from()
         await sync_to_async(join)(event, customer)
@@ -245,8 +251,10 @@ def test_an_admitted_customer_hears_expired_when_the_sale_ends():
     customer, _ = join(event)
     services.admission_tick_event(event_id=event.id)
 
+    ticket = ticket_of(event.id, customer)
+
     async def scenario():
-        ws = communicator(event.id, token_of(customer))
+        ws = communicator(event.id, ticket)
         assert (await ws.connect())[0]
         await ws.receive_json_from()  # the snapshot
         await sync_to_async(event_end)(event_id=event.id)

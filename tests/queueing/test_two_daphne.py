@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import requests
 
 from customers.tokens import customer_token_issue
 from events.services import event_pause
@@ -144,11 +145,20 @@ def test_a_tick_here_reaches_customers_on_two_daphne_processes(two_daphnes):
     first, _ = join(event)
     second, _ = join(event)
 
-    def path(customer) -> str:
+    def path(customer, ticket_port: int) -> str:
+        """A ticket asked of one daphne's HTTP side, for a socket on the
+        other: tickets live in the shared Redis, not in a process."""
         token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
-        return f"/ws/events/{event.id}/queue/?token={token}"
+        answer = requests.post(
+            f"http://127.0.0.1:{ticket_port}/api/v1/events/{event.id}/queue/ws-ticket/",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
+        assert answer.status_code == 201, answer.text
+        return f"/ws/events/{event.id}/queue/?ticket={answer.json()['ticket']}"
 
-    on_a, on_b = WebSocket(port_a, path(first)), WebSocket(port_b, path(second))
+    on_a = WebSocket(port_a, path(first, ticket_port=port_b))
+    on_b = WebSocket(port_b, path(second, ticket_port=port_a))
     try:
         snapshots = [on_a.receive(), on_b.receive()]
         report = services.admission_tick_event(event_id=event.id)

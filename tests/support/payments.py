@@ -19,42 +19,80 @@ from inventory.models import Ticket
 from inventory.services import inventory_sync_event
 from payments.models import Payment
 from payments.paystack import sign
-from payments.sandbox import SandboxServer
+from payments.sandbox import SandboxServer, shapes, webhooks
 from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
 from tests.support.sales import Admitted, admit_directly, claim_one, make_customers
 
 WEBHOOK_PATH = "/api/v1/webhooks/paystack/"
+# The sandbox's control token in tests (its /_sandbox/* API refuses calls without it).
+CONTROL_TOKEN = "test-sandbox-control-token"
+# Paystack's webhook retry schedule (3 min x 4, then hourly) compressed: 3 min -> 0.09 s.
+RETRY_SCALE = 0.0005
 
 
 class Sandbox:
     """The running sandbox plus helpers to drive it like a test would."""
 
-    def __init__(self, server: SandboxServer) -> None:
+    def __init__(self, server: SandboxServer, token: str = CONTROL_TOKEN) -> None:
         self.server = server
         self.app = server.app
         self.url = server.url
+        self.headers = {"X-Sandbox-Token": token}
+
+    def control(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return requests.request(
+            method, f"{self.url}/_sandbox/{path}", headers=self.headers, timeout=30, **kwargs
+        )
 
     def config(self, **values: Any) -> dict[str, Any]:
-        answer = requests.post(f"{self.url}/_sandbox/config", json=values, timeout=5)
+        answer = self.control("POST", "config", json=values)
         answer.raise_for_status()
         return answer.json()["data"]
 
     def stats(self) -> dict[str, int]:
-        return requests.get(f"{self.url}/_sandbox/stats", timeout=5).json()["data"]
+        return self.control("GET", "stats").json()["data"]
 
     def transaction(self, reference: str) -> dict[str, Any] | None:
-        answer = requests.get(f"{self.url}/_sandbox/transactions/{reference}", timeout=5)
+        answer = self.control("GET", f"transactions/{reference}")
         return answer.json()["data"] if answer.status_code == 200 else None
 
     def pay(self, reference: str, **body: Any) -> dict[str, Any]:
-        answer = requests.post(f"{self.url}/_sandbox/pay/{reference}", json=body, timeout=30)
+        answer = self.control("POST", f"pay/{reference}", json=body)
+        answer.raise_for_status()
+        return answer.json()["data"]
+
+    def dispute(self, reference: str, **body: Any) -> dict[str, Any]:
+        answer = self.control("POST", f"disputes/{reference}", json=body)
+        answer.raise_for_status()
+        return answer.json()["data"]
+
+    def settle_refund(self, refund_id: str, outcome: str) -> dict[str, Any]:
+        answer = self.control("POST", f"refunds/{refund_id}", json={"outcome": outcome})
         answer.raise_for_status()
         return answer.json()["data"]
 
     def webhook(self, reference: str) -> tuple[bytes, str]:
-        """The signed webhook the sandbox would send for this transaction now."""
+        """The signed charge.success the sandbox would send for this transaction now."""
         body = self.app.webhook_body(reference)
         return body, sign(body, self.app.secret_key)
+
+    def dispute_webhook(self, reference: str, event: str) -> tuple[bytes, str]:
+        """The signed charge.dispute.<event> for the transaction's dispute now."""
+        with self.app.lock:
+            tx = self.app.transactions[reference]
+            data = shapes.dispute(tx["dispute"], tx)
+        return webhooks.signed(self.app.secret_key, f"charge.dispute.{event}", data)
+
+    def refunds_of(self, reference: str) -> list[dict[str, Any]]:
+        with self.app.lock:
+            return [dict(r) for r in self.app.refunds.values() if r["reference"] == reference]
+
+    def refund_webhook(self, refund_id: int) -> tuple[bytes, str]:
+        """The signed refund.<status> the sandbox would send for this refund now."""
+        with self.app.lock:
+            refund = self.app.refunds[refund_id]
+            data = shapes.refund_event(refund, self.app.transactions[refund["reference"]])
+        return webhooks.signed(self.app.secret_key, f"refund.{refund['status']}", data)
 
 
 def make_claim(
@@ -82,6 +120,41 @@ def make_claim(
     assert len(free) == quantity, "the tier has no free tickets left"
     Ticket.objects.filter(id__in=free).update(claim=claim)
     return claim
+
+
+def payment_row(
+    *,
+    reference: str,
+    amount: int,
+    status: str = "PENDING",
+    currency: str = "NGN",
+    tier: TicketTier | None = None,
+) -> Payment:
+    """A payment with a given reference (to match a published example body)
+    for a new claim of that amount: PENDING with its claim being paid, or
+    CONFIRMED (money taken) with its claim CONFIRMED."""
+    tier = tier or TierFactory(inventory=5, price=amount)
+    claim = make_claim(tier=tier)
+    paid = status != "PENDING"
+    Claim.objects.filter(pk=claim.pk).update(
+        status="CONFIRMED" if status == "CONFIRMED" else "CLAIMED",
+        payment_in_flight=not paid,
+        amount=amount,
+        currency=currency,
+    )
+    return Payment.objects.create(
+        claim=claim,
+        customer=claim.customer,
+        reference=reference,
+        email=claim.customer.email,
+        amount=amount,
+        currency=currency,
+        status=status,
+        paid_amount=amount if paid else None,
+        paid_currency=currency if paid else "",
+        confirmed_at=timezone.now() if status == "CONFIRMED" else None,
+        next_check_at=timezone.now() + timedelta(minutes=5),
+    )
 
 
 def pending_payment(api, claim: Claim | None = None) -> Payment:
@@ -134,14 +207,19 @@ class Shop:
     on_commit: Callable[..., Any]
 
     def buy(self, admitted: Admitted, tier: TicketTier, *, outcome: str = "success") -> Payment:
-        """Claim one ticket, pay (or decline) at the sandbox, deliver its webhook."""
+        """Claim one ticket, pay at the sandbox and deliver its webhook; or
+        decline there, which sends no webhook (as with Paystack), and come
+        back to the callback page, which finds the decline."""
         with self.on_commit(execute=True):
             claim = claim_one(tier, admitted)
         with self.on_commit(execute=True):
             payment = pending_payment(self.api, claim)
         self.sandbox.pay(payment.reference, outcome=outcome, send_webhook=False)
         with self.on_commit(execute=True):
-            response = post_webhook(self.client, *self.sandbox.webhook(payment.reference))
+            if outcome == "success":
+                response = post_webhook(self.client, *self.sandbox.webhook(payment.reference))
+            else:
+                response = self.client.get("/payments/return/", {"reference": payment.reference})
         assert response.status_code == 200, response.content
         return reload(payment)
 

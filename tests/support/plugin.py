@@ -12,7 +12,14 @@ from fairqueue.redis import get_redis, make_client
 from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
-from tests.support.payments import PaidSale, Sandbox, Shop, make_paid_sale
+from tests.support.payments import (
+    CONTROL_TOKEN,
+    RETRY_SCALE,
+    PaidSale,
+    Sandbox,
+    Shop,
+    make_paid_sale,
+)
 from tests.support.redis_server import RedisServer, app_redis
 from tests.support.signin import REQUEST_URL, code_from
 
@@ -57,7 +64,12 @@ def eager_tasks():
 def sandbox_server() -> Iterator[SandboxServer]:
     from django.conf import settings
 
-    server = SandboxServer(port=0, secret_key=settings.PAYSTACK_SECRET_KEY).start()
+    server = SandboxServer(
+        port=0,
+        secret_key=settings.PAYSTACK_SECRET_KEY,
+        control_token=CONTROL_TOKEN,
+        webhook_retry_scale=RETRY_SCALE,
+    ).start()
     yield server
     server.stop()
 
@@ -99,14 +111,15 @@ def closed_port() -> int:
 
 @pytest.fixture
 def request_code(api, mailoutbox):
-    """Ask for a code through the API; returns the code that was emailed."""
+    """Ask for a code through the API; returns (the code that was emailed,
+    the nonce the answer bound it to)."""
 
-    def _request(email: str) -> str:
+    def _request(email: str, **body: str) -> tuple[str, str]:
         sent_before = len(mailoutbox)
-        response = api.post(REQUEST_URL, {"email": email}, format="json")
+        response = api.post(REQUEST_URL, {"email": email, **body}, format="json")
         assert response.status_code == 202, response.content
         assert len(mailoutbox) == sent_before + 1
-        return code_from(mailoutbox[-1])
+        return code_from(mailoutbox[-1]), response.json()["nonce"]
 
     return _request
 

@@ -1,5 +1,5 @@
 """A scripted HTTP server for client tests: each request gets the next
-scripted answer (status, body, delay) and is recorded."""
+scripted answer (status, body, delay, headers) and is recorded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 class StubGateway:
     def __init__(self) -> None:
-        self.script: list[tuple[int, Any, float]] = []
+        self.script: list[tuple[int, Any, float, dict[str, str]]] = []
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         stub = self
@@ -30,8 +30,8 @@ class StubGateway:
                             "body": json.loads(body) if body else None,
                         }
                     )
-                    status, payload, delay = (
-                        stub.script.pop(0) if stub.script else (500, {"status": False}, 0.0)
+                    status, payload, delay, headers = (
+                        stub.script.pop(0) if stub.script else (500, {"status": False}, 0.0, {})
                     )
                 if delay:
                     time.sleep(delay)
@@ -40,6 +40,8 @@ class StubGateway:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(raw)
                 except (BrokenPipeError, ConnectionResetError):
@@ -58,8 +60,10 @@ class StubGateway:
         )
         self.thread.start()
 
-    def then(self, status: int, body: Any, delay: float = 0.0) -> StubGateway:
-        self.script.append((status, body, delay))
+    def then(
+        self, status: int, body: Any, delay: float = 0.0, headers: dict[str, str] | None = None
+    ) -> StubGateway:
+        self.script.append((status, body, delay, headers or {}))
         return self
 
     def stop(self) -> None:

@@ -17,13 +17,18 @@ class Command(BaseCommand):
     def handle(self, *args, count, output, email_prefix, **options):
         if count < 1:
             raise CommandError("--count must be at least 1")
-        emails = [f"{email_prefix}+{i}@example.test" for i in range(count)]
+        # One mailbox each: ``prefix+N@`` would be one customer (customers/emails.py).
+        emails = [f"{email_prefix}-{i}@example.test" for i in range(count)]
         Customer.objects.bulk_create(
             [Customer(email=e) for e in emails], batch_size=5000, ignore_conflicts=True
         )
-        customers = dict(Customer.objects.filter(email__in=emails).values_list("email", "id"))
+        rows = Customer.objects.filter(email__in=emails).values_list("email", "id", "token_version")
+        customers = {email: (customer_id, version) for email, customer_id, version in rows}
         with Path(output).open("w") as fh:
             for email in emails:
-                token, _ = customer_token_issue(customer_id=customers[email], email=email)
-                fh.write(f"{customers[email]} {token}\n")
+                customer_id, version = customers[email]
+                token, _ = customer_token_issue(
+                    customer_id=customer_id, email=email, version=version
+                )
+                fh.write(f"{customer_id} {token}\n")
         self.stdout.write(f"wrote {count} tokens to {output}")

@@ -100,7 +100,8 @@ class Command(BaseCommand):
             f"              organizer: organizer / {shown_org}",
             f"  API docs    http://localhost:{port}/api/docs/",
             f"  health      http://localhost:{port}/healthz",
-            f"  WebSocket   ws://localhost:{ws_port}/ws/events/<event_id>/queue/?token=<token>",
+            f"  WebSocket   ws://localhost:{ws_port}/ws/events/<event_id>/queue/?ticket=<ticket>"
+            "  (POST /api/v1/events/<event_id>/queue/ws-ticket/)",
             f"  demo event  {event.pk}",
             "",
         ]

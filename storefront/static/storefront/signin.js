@@ -8,6 +8,8 @@ import { clock } from "./lib/format.js";
   var emailForm = el("email-form"), codeForm = el("code-form");
   var errorBox = el("signin-error"), noticeBox = el("signin-notice");
   var resendTimer = null, resendAt = 0;
+  // Binds the emailed code to this page: otp/verify/ must send it back.
+  var nonce = null;
 
   el("email-button").disabled = false;
   el("code-button").disabled = false;
@@ -69,7 +71,9 @@ import { clock } from "./lib/format.js";
   function requestCode(email, button, idleText) {
     clearMessages();
     busy(button, true, "Sending…");
-    return api("POST", cfg.api + "auth/otp/request/", { body: { email: email }, anonymous: true })
+    var body = { email: email };
+    if (nonce && el("code-email").textContent === email) body.nonce = nonce;  // a resend
+    return api("POST", cfg.api + "auth/otp/request/", { body: body, anonymous: true, challenge: true })
       .then(function (r) {
         busy(button, false, idleText);
         if (!r.ok) {
@@ -78,6 +82,7 @@ import { clock } from "./lib/format.js";
           if (r.error.code === "otp_resend_too_soon") showCodeForm(email, r.retryAfter);
           return;
         }
+        nonce = r.data.nonce;
         var minutes = Math.round((r.data.expires_in || 600) / 60);
         showCodeForm(email, r.data.resend_after);
         noticeBox.textContent = "Code sent. It works for " + minutes + " minute" + (minutes === 1 ? "" : "s") + ".";
@@ -128,7 +133,7 @@ import { clock } from "./lib/format.js";
     clearMessages();
     var button = el("code-button");
     busy(button, true, "Signing in…");
-    api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code }, anonymous: true })
+    api("POST", cfg.api + "auth/otp/verify/", { body: { email: email, code: code, nonce: nonce }, anonymous: true })
       .then(function (r) {
         if (!r.ok) {
           busy(button, false, "Sign in");

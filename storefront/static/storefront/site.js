@@ -1,6 +1,6 @@
 /* Every page: the header's account box (who is signed in, sign out) and
    times shown in the visitor's own time zone. */
-import { session } from "./lib/api.js";
+import { api, session } from "./lib/api.js";
 import { localTimes } from "./lib/format.js";
 
 export function signinHref() {
@@ -32,7 +32,9 @@ export function renderAccount() {
   out.type = "button";
   out.className = "secondary";
   out.textContent = "Sign out";
-  out.addEventListener("click", () => {
+  out.addEventListener("click", async () => {
+    // The server forgets the token too: a copy left anywhere stops working.
+    await api("POST", "/api/v1/auth/logout/");
     session.clear();
     window.location.reload();
   });

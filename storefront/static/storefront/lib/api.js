@@ -6,7 +6,7 @@
    never from storage. Signing out clears every fq.* key. */
 
 const SESSION_KEY = "fq.session";
-const TOKEN_ERRORS = ["not_authenticated", "invalid_token", "token_expired"];
+const TOKEN_ERRORS = ["not_authenticated", "invalid_token", "token_expired", "token_revoked"];
 const listeners = [];
 
 function storage() {
@@ -62,6 +62,12 @@ export async function api(method, path, options = {}) {
   const s = session.get();
   if (s && !options.anonymous) headers["Authorization"] = "Bearer " + s.token;
   if (options.idempotencyKey) headers["Idempotency-Key"] = options.idempotencyKey;
+  if (options.challenge) {
+    // The bot challenge's widget (when the site has it on) leaves its token
+    // here; a token works once, so the widget is reset after the call.
+    const answer = document.querySelector("[name=cf-turnstile-response]");
+    if (answer && answer.value) headers["X-Challenge-Token"] = answer.value;
+  }
   const init = { method, headers, credentials: "omit", cache: "no-store" };
   if (options.body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -70,6 +76,7 @@ export async function api(method, path, options = {}) {
   let response;
   try {
     response = await window.fetch(path, init);
+    if (options.challenge && window.turnstile && window.turnstile.reset) window.turnstile.reset();
   } catch (e) {
     return {
       ok: false, status: 0, data: null, retryAfter: null,

@@ -1,26 +1,31 @@
 /* The live link of the waiting room: the queue WebSocket, and polling while
    it is down. Knows nothing of panels: it hands messages to `onMessage` and
    says whether it is live through `onLive`. */
-import { session } from "../lib/api.js";
+import { api, session } from "../lib/api.js";
 
 const POLL_MS = 5000;             // position polling while the socket is down
 const RESYNC_MS = 120000;         // a fresh snapshot now and then (abandons ahead, pre-queue shuffle)
 const SNAPSHOT_MIN_GAP_MS = 3000;
 
 /* Where the queue socket connects. The one place that knows how the socket
-   authenticates: today with the customer token (?token=); a single-use
-   ticket from POST events/{id}/queue/ws-ticket/ replaces it here alone. */
+   authenticates: a single-use ticket from POST events/{id}/queue/ws-ticket/
+   (never the customer token, which proxies would log with the URL).
+   null: not signed in (or the API refused the token); throws when no ticket
+   could be had right now (the caller retries). */
 export async function socketUrl(cfg) {
-  const s = session.get();
-  if (!s) return null;
+  if (!session.get()) return null;
+  const r = await api("POST", cfg.api + "events/" + cfg.event_id + "/queue/ws-ticket/");
+  if (r.status === 401) return null;
+  if (!r.ok) throw new Error("no WebSocket ticket (" + r.status + ")");
   let base = cfg.ws_url;
   if (window.location.protocol === "https:") base = base.replace(/^ws:/, "wss:");
-  return base + "/ws/events/" + cfg.event_id + "/queue/?token=" + encodeURIComponent(s.token);
+  return base + "/ws/events/" + cfg.event_id + "/queue/?ticket=" + encodeURIComponent(r.data.ticket);
 }
 
 export class LiveLink {
   /* poll(): one round trip to the API standing in for the socket (returns a promise).
-     onClose(code): 4401 sign-in lost, 4404 no such event (the link stops itself). */
+     onClose(code): 4401 sign-in lost (the ticket endpoint refused the token),
+     4404 no such event (the link stops itself). */
   constructor({ cfg, onMessage, onLive, poll, onOpen, onClose }) {
     Object.assign(this, { cfg, onMessage, onLive, poll, onOpen, onClose });
     this.socket = null;
@@ -67,8 +72,15 @@ export class LiveLink {
   async open() {
     this.reconnectTimer = null;
     if (!this.wanted) return;
-    const url = await socketUrl(this.cfg);
-    if (!url || !this.wanted) return;
+    let url;
+    try {
+      url = await socketUrl(this.cfg);
+    } catch (e) {
+      this.down(null);
+      return;
+    }
+    if (!this.wanted || this.socket) return;
+    if (!url) { this.down(4401); return; }  // signed out
     let ws;
     try {
       ws = new WebSocket(url);
@@ -92,7 +104,9 @@ export class LiveLink {
     ws.onclose = (e) => {
       if (this.socket === ws) this.socket = null;
       this.onLive(false);
-      this.down(e.code);
+      // The socket's 4401 is a spent or late ticket: reconnect with a new one
+      // (a signed-out customer is told so by the ticket endpoint instead).
+      this.down(e.code === 4401 ? null : e.code);
     };
   }
 

@@ -264,7 +264,7 @@ async function join() {
   const buttons = [el("join-button")];
   setError("");
   buttons.forEach((b) => busy(b, true, "Joining…"));
-  const r = await api("POST", API + "events/" + EVENT + "/queue/");
+  const r = await api("POST", API + "events/" + EVENT + "/queue/", { challenge: true });
   buttons.forEach((b) => busy(b, false, "Join the queue"));
   if (r.ok || r.error.code === "already_in_queue" || r.error.code === "already_claimed") {
     await refresh();

@@ -1,0 +1,27 @@
+"""What the benchmark's production-mode processes (DJANGO_DEBUG=false) need
+to be allowed to start (config/safety.py): keys of their own, random per run
+and shared by every process of the run (the bench mints the tokens the
+servers check), the sandbox gateway declared as such, plain HTTP on the
+loopback, and sign-in mail going nowhere (the bench mints tokens instead).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import MutableMapping
+
+FIXED = {
+    "PAYMENTS_SANDBOX": "true",
+    "DJANGO_SECURE_SSL_REDIRECT": "false",
+    "EMAIL_BACKEND": "django.core.mail.backends.dummy.EmailBackend",
+}
+RANDOM = ("DJANGO_SECRET_KEY", "TOKEN_SIGNING_KEY", "SANDBOX_CONTROL_TOKEN")
+
+
+def production_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]:
+    """Fill in what ``env`` lacks (an explicit value always wins); returns it."""
+    for key, value in FIXED.items():
+        env.setdefault(key, value)
+    for key in RANDOM:
+        env.setdefault(key, secrets.token_urlsafe(48))
+    return env

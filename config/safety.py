@@ -1,0 +1,118 @@
+"""What a production process refuses to start with.
+
+``config.settings`` calls ``production_problems`` when ``DJANGO_DEBUG`` is off
+and raises ``ImproperlyConfigured`` naming every variable at fault. Settings
+are imported by every entry point (manage.py, gunicorn's and granian's WSGI
+module, daphne's ASGI module, Celery's app), so none of them can serve with a
+key anyone can read in this repository, or take sandbox payments as real.
+
+Pure functions of the values: no Django import, tested without a process.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+MIN_KEY_LENGTH = 32
+MIN_KEY_DISTINCT = 5  # Django's own deploy check (security.W009) asks the same
+
+# Values printed in this repository's files or docs, past or present: public.
+DEMO_VALUES = frozenset(
+    {
+        "dev-insecure-key-change-me-in-production-0123456789",
+        "compose-demo-secret-key-change-me",
+        "collectstatic-only",
+        "sk_test_fairqueue_sandbox",
+        "change-me",
+        "changeme",
+        "secret",
+    }
+)
+SANDBOX_PAYSTACK_KEY = "sk_test_fairqueue_sandbox"
+# Email backends that put sign-in codes where others read them (logs, memory, files).
+LEAKY_EMAIL_BACKENDS = frozenset(
+    {
+        "django.core.mail.backends.console.EmailBackend",
+        "django.core.mail.backends.locmem.EmailBackend",
+        "django.core.mail.backends.filebased.EmailBackend",
+    }
+)
+
+
+def signing_key_problem(name: str, value: str) -> str | None:
+    """Why ``value`` may not sign anything in production (None: it may)."""
+    if not value:
+        return f"{name} is not set"
+    if value in DEMO_VALUES or value.startswith("django-insecure-"):
+        return f"{name} is a published demo value"
+    if len(value) < MIN_KEY_LENGTH:
+        return f"{name} is shorter than {MIN_KEY_LENGTH} characters"
+    if len(set(value)) < MIN_KEY_DISTINCT:
+        return f"{name} has fewer than {MIN_KEY_DISTINCT} distinct characters"
+    return None
+
+
+def paystack_problems(*, secret_key: str, base_url: str, sandbox: bool) -> list[str]:
+    """A production deployment takes real payments: the live gateway over
+    TLS and a live key. ``PAYMENTS_SANDBOX=true`` is the explicit demo switch
+    (and every page then says payments are not real)."""
+    if sandbox:
+        return []
+    problems = []
+    if not secret_key:
+        problems.append("PAYSTACK_SECRET_KEY is not set")
+    elif secret_key == SANDBOX_PAYSTACK_KEY or secret_key in DEMO_VALUES:
+        problems.append("PAYSTACK_SECRET_KEY is the sandbox gateway's public key")
+    elif secret_key.startswith("sk_test_"):
+        problems.append("PAYSTACK_SECRET_KEY is a test-mode key (test cards would buy tickets)")
+    # The sandbox gateway only speaks plain HTTP; Paystack only HTTPS.
+    if urlsplit(base_url).scheme != "https":
+        problems.append(f"PAYSTACK_BASE_URL is not an https URL ({base_url!r}: the sandbox?)")
+    return problems
+
+
+def production_problems(
+    *,
+    secret_key: str,
+    token_signing_key: str,
+    paystack_secret_key: str,
+    paystack_base_url: str,
+    payments_sandbox: bool,
+    email_backend: str,
+) -> list[str]:
+    """Everything wrong with these production settings, one line each, each
+    naming its variable; empty when they are safe to serve with."""
+    problems = [
+        problem
+        for problem in (
+            signing_key_problem("DJANGO_SECRET_KEY", secret_key),
+            signing_key_problem("TOKEN_SIGNING_KEY", token_signing_key),
+        )
+        if problem
+    ]
+    problems += paystack_problems(
+        secret_key=paystack_secret_key, base_url=paystack_base_url, sandbox=payments_sandbox
+    )
+    if email_backend in LEAKY_EMAIL_BACKENDS:
+        problems.append(
+            f"EMAIL_BACKEND is {email_backend.rsplit('.', 2)[-2]} (sign-in codes would land "
+            "in logs or memory): set EMAIL_URL or a real EMAIL_BACKEND"
+        )
+    return problems
+
+
+CHALLENGE_PROVIDERS = ("turnstile",)
+
+
+def challenge_problems(*, provider: str, site_key: str, secret_key: str) -> list[str]:
+    """The bot challenge's settings: off (empty), or a known provider with
+    both keys."""
+    if not provider:
+        return []
+    if provider not in CHALLENGE_PROVIDERS:
+        return [f"CHALLENGE_PROVIDER must be one of {', '.join(CHALLENGE_PROVIDERS)} or empty"]
+    return [
+        f"{name} is not set (CHALLENGE_PROVIDER={provider})"
+        for name, value in (("CHALLENGE_SITE_KEY", site_key), ("CHALLENGE_SECRET_KEY", secret_key))
+        if not value
+    ]

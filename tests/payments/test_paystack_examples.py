@@ -1,0 +1,347 @@
+"""Paystack's own published example bodies (tests/payments/paystack_examples.py,
+each with the page it comes from) replayed through the real client, served
+over HTTP by a scripted server, and through the real webhook view."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from claims.domain import ClaimStatus
+from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
+from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient, sign
+from payments.services import payment_verify_now
+from payments.services.verify import payment_verify_and_apply
+from tests.payments import paystack_examples as ex
+from tests.support.factories import bearer
+from tests.support.payments import (
+    held_tickets,
+    kinds,
+    make_claim,
+    payment_row,
+    post_webhook,
+    reload,
+    transitions,
+)
+from tests.support.stub_gateway import StubGateway
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stub(settings):
+    """A scripted gateway, and the app pointed at it."""
+    server = StubGateway()
+    settings.PAYSTACK_BASE_URL = server.url
+    settings.PAYSTACK_MAX_ATTEMPTS = 3
+    settings.PAYSTACK_RETRY_BASE_SECONDS = 0.01
+    settings.PAYSTACK_TIMEOUT_SECONDS = 2.0
+    yield server
+    server.stop()
+
+
+def deliver(client, settings, body: dict):
+    raw = json.dumps(body).encode()
+    return post_webhook(client, raw, sign(raw, settings.PAYSTACK_SECRET_KEY))
+
+
+# --- initialize -----------------------------------------------------------------
+
+
+def test_initialize_example_makes_the_payment_pending(api, stub):
+    stub.then(200, ex.INITIALIZE_OK)
+    claim = make_claim()
+
+    response = api.post(
+        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
+    )
+
+    assert response.status_code == 201
+    payment = Payment.objects.get()
+    assert payment.status == "PENDING"
+    assert payment.authorization_url == "https://checkout.paystack.com/0peioxfhpn"
+    assert payment.access_code == "0peioxfhpn"
+    [sent] = stub.requests
+    assert (sent["method"], sent["path"]) == ("POST", "/transaction/initialize")
+    assert sent["body"]["reference"] == payment.reference
+    assert sent["body"]["amount"] == claim.amount  # kobo
+
+
+# --- verify, each status ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "payment_status", "claim_status"),
+    [
+        ("success", "CONFIRMED", ClaimStatus.CONFIRMED),
+        ("failed", "FAILED", ClaimStatus.RELEASED),
+        ("reversed", "FAILED", ClaimStatus.RELEASED),  # the money went back: not paid
+        ("abandoned", "PENDING", ClaimStatus.CLAIMED),  # the claim is still running
+        ("ongoing", "PENDING", ClaimStatus.CLAIMED),
+        ("pending", "PENDING", ClaimStatus.CLAIMED),
+        ("processing", "PENDING", ClaimStatus.CLAIMED),
+        ("queued", "PENDING", ClaimStatus.CLAIMED),
+    ],
+)
+def test_verify_example_in_each_status(stub, status, payment_status, claim_status):
+    payment = payment_row(reference="re4lyvq3s3", amount=40333)
+    body = ex.variant(ex.VERIFY_SUCCESS, status=status, gateway_response=ex.VERIFY_STATUSES[status])
+    stub.then(200, body)
+
+    payment_verify_now(payment_id=payment.pk, actor="staff:test")
+
+    payment = reload(payment)
+    assert payment.status == payment_status
+    assert payment.gateway_status == status
+    assert reload(payment.claim).status == claim_status
+    assert held_tickets(payment.claim) == (0 if claim_status == ClaimStatus.RELEASED else 1)
+    assert stub.requests[0]["path"] == "/transaction/verify/re4lyvq3s3"
+    result = payment.events.get(kind="verify_result")
+    assert result.data["answer"] == body
+    if status == "success":
+        assert payment.gateway_transaction_id == "4099260516"
+        assert (payment.paid_amount, payment.paid_currency) == (40333, "NGN")
+
+
+@pytest.mark.parametrize("not_found", [ex.ERROR_400_REFERENCE_NOT_FOUND, ex.ERROR_404_NOT_FOUND])
+def test_verify_not_found_in_both_published_shapes(stub, not_found):
+    payment = payment_row(reference="never-sent", amount=5000, status="INITIALIZING")
+    stub.then(400 if not_found["message"].startswith("Transaction") else 404, not_found)
+
+    result = payment_verify_and_apply(payment_id=payment.pk, actor="reconcile", release_claim=True)
+
+    assert result == "not_found"
+    assert reload(payment).status == "FAILED"  # the gateway never saw it: nobody paid
+    assert reload(payment.claim).status == ClaimStatus.RELEASED
+    assert payment.events.get(kind="verify_error").data["answer"] == not_found
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(400, ex.ERROR_400_INVALID_EMAIL), (401, ex.ERROR_401_INVALID_KEY)]
+)
+def test_merchant_side_error_example_leaves_the_claim_claimed(api, stub, status, body, caplog):
+    stub.then(status, body)
+    claim = make_claim(quantity=2)
+
+    with caplog.at_level(logging.ERROR, logger="payments.services.incidents"):
+        response = api.post(
+            f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
+        )
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "payments_unavailable"
+    assert int(response["Retry-After"]) >= 1
+    assert reload(claim).status == ClaimStatus.CLAIMED
+    assert held_tickets(claim) == 2
+    payment = Payment.objects.get()
+    assert payment.status == "INITIALIZING"
+    assert payment.blocked_since is not None
+    assert kinds(payment) == ["initialize_requested", "initialize_error", "merchant_error"]
+    incident = GatewayIncident.objects.get()
+    assert (incident.operation, incident.failures, incident.last_http_status) == (
+        "initialize",
+        1,
+        status,
+    )
+    assert incident.last_message == body["message"]
+    assert len(stub.requests) == 1  # a 4xx is never retried
+    assert any(r.levelno == logging.ERROR for r in caplog.records)
+
+
+def test_duplicate_reference_example_is_recognised(stub):
+    stub.then(400, ex.ERROR_400_DUPLICATE_REFERENCE)
+    with pytest.raises(GatewayPermanentError) as refused:
+        PaystackClient().initialize(
+            email="a@example.test",
+            amount=100,
+            currency="NGN",
+            reference="r-1",
+            callback_url="https://x.test/",
+            metadata={},
+        )
+    assert refused.value.duplicate_reference
+    assert not refused.value.credentials_refused
+
+
+def test_429_example_waits_out_a_short_retry_after(stub):
+    stub.then(429, ex.ERROR_429, headers={"Retry-After": "1"}).then(200, ex.INITIALIZE_OK)
+    started = time.monotonic()
+    answer = PaystackClient(deadline=5).initialize(
+        email="a@example.test",
+        amount=100,
+        currency="NGN",
+        reference="r-1",
+        callback_url="https://x.test/",
+        metadata={},
+    )
+    assert answer.access_code == "0peioxfhpn"
+    assert len(stub.requests) == 2
+    assert time.monotonic() - started >= 1.0  # it waited as asked, not its own jitter
+
+
+def test_429_example_with_a_long_retry_after_is_handed_to_the_customer(api, stub):
+    stub.then(429, ex.ERROR_429, headers={"Retry-After": "40"})
+    claim = make_claim()
+
+    response = api.post(
+        f"/api/v1/claims/{claim.id}/payments/", format="json", **bearer(claim.customer)
+    )
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "gateway_unavailable"
+    assert response["Retry-After"] == "40"
+    assert len(stub.requests) == 1  # 40 s does not fit in the call's deadline: not retried
+    payment = Payment.objects.get()
+    assert payment.status == "INITIALIZING"
+    assert payment.next_check_at >= timezone.now() + timedelta(seconds=35)
+    assert reload(claim).status == ClaimStatus.CLAIMED
+
+
+def test_429_is_transient_with_its_retry_after(stub):
+    stub.then(429, ex.ERROR_429, headers={"Retry-After": "120"})
+    with pytest.raises(GatewayTransientError) as busy:
+        PaystackClient(max_attempts=1).verify(reference="r-1")
+    assert (busy.value.status_code, busy.value.retry_after) == (429, 120)
+
+
+# --- webhooks -------------------------------------------------------------------
+
+
+def test_charge_success_example_confirms(client, settings):
+    payment = payment_row(reference="qTPrJoy9Bx", amount=10000)
+
+    response = deliver(client, settings, ex.CHARGE_SUCCESS)
+
+    assert response.json() == {"status": "processed"}
+    payment = reload(payment)
+    assert payment.status == "CONFIRMED"
+    assert payment.gateway_transaction_id == "302961"
+    assert reload(payment.claim).status == ClaimStatus.CONFIRMED
+    assert transitions(payment) == [("PENDING", "CONFIRMED")]
+
+
+@pytest.mark.parametrize(
+    ("status", "refund_status", "payment_status"),
+    [
+        ("pending", "PENDING", "REFUND_PENDING"),
+        ("processing", "PENDING", "REFUND_PENDING"),
+        ("processed", "PROCESSED", "REFUNDED"),
+        ("failed", "FAILED", "REFUND_FAILED"),
+    ],
+)
+def test_refund_event_examples_move_our_refund(
+    client, settings, status, refund_status, payment_status
+):
+    payment = payment_row(reference="T685312322670591", amount=10000, status="REFUND_REQUIRED")
+    refund = Refund.objects.create(
+        payment=payment,
+        amount=10000,
+        currency="NGN",
+        requested_by="auto",
+        status="PENDING",
+        gateway_refund_id="",
+        next_check_at=timezone.now(),
+    )
+    Payment.objects.filter(pk=payment.pk).update(status="REFUND_PENDING")
+
+    response = deliver(client, settings, ex.refund_event(status))
+
+    assert response.json() == {"status": "processed"}
+    assert reload(refund).status == refund_status
+    payment = reload(payment)
+    assert payment.status == payment_status
+    assert payment.refunded_amount == (10000 if status == "processed" else 0)
+    assert payment.events.filter(kind="webhook_received").count() == 1
+
+
+def test_refund_processed_example_for_a_paid_payment_is_a_dashboard_refund(client, settings):
+    """Nobody here asked for it: a refund made in the gateway's dashboard. It
+    is recorded as a refund, and the purchase is cancelled."""
+    payment = payment_row(reference="T685312322670591", amount=10000, status="CONFIRMED")
+
+    deliver(client, settings, ex.REFUND_PROCESSED)
+
+    payment = reload(payment)
+    assert payment.status == "REFUNDED"
+    assert transitions(payment) == [("CONFIRMED", "REFUND_PENDING"), ("REFUND_PENDING", "REFUNDED")]
+    refund = Refund.objects.get(payment=payment)
+    assert (refund.status, refund.amount, refund.requested_by) == ("PROCESSED", 10000, "gateway")
+    claim = reload(payment.claim)
+    assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "refunded")
+    assert held_tickets(claim) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "dispute", "claim_flagged"),
+    [
+        (ex.DISPUTE_CREATE, "open", True),
+        (ex.dispute_event("remind"), "open", True),
+        (ex.dispute_event("resolve", "merchant-accepted"), "lost", True),
+        (ex.dispute_event("resolve", "declined"), "won", False),
+    ],
+)
+def test_dispute_event_examples_flag_payment_and_claim(
+    client, settings, body, dispute, claim_flagged
+):
+    payment = payment_row(reference="asqsmlrk0l9t6gw", amount=10000, status="CONFIRMED")
+
+    response = deliver(client, settings, body)
+
+    assert response.json() == {"status": "processed"}
+    payment = reload(payment)
+    assert payment.dispute == dispute
+    assert payment.status == "CONFIRMED"  # the ticket stays valid until staff decide
+    claim = reload(payment.claim)
+    assert claim.status == ClaimStatus.CONFIRMED
+    assert (claim.disputed_at is not None) is claim_flagged
+    logged = payment.events.get(kind="dispute")
+    assert (logged.data["to"], logged.data["dispute_id"]) == (dispute, 2867)
+
+
+def test_unknown_event_example_is_acknowledged_and_changes_nothing(client, settings):
+    payment = payment_row(reference="1jhbs3ozmen0k7y5efmw", amount=30000)
+    events_before = PaymentEvent.objects.count()
+
+    response = deliver(client, settings, ex.TRANSFER_SUCCESS)
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ignored"}
+    assert PaymentEvent.objects.count() == events_before
+    assert WebhookReceipt.objects.count() == 0
+    assert reload(payment).status == "PENDING"
+
+
+# --- refunds through the client ---------------------------------------------------
+
+
+def test_refund_create_example_is_read(stub):
+    stub.then(200, ex.REFUND_CREATE_OK)
+    answer = PaystackClient().refund(
+        reference="T685312322670591",
+        amount=None,
+        currency="NGN",
+        merchant_note="why",
+        customer_note="for you",
+    )
+    assert (answer.refund_id, answer.status, answer.amount, answer.transaction_reference) == (
+        "3018284",
+        "pending",
+        10000,
+        "T685312322670591",
+    )
+    [sent] = stub.requests
+    assert (sent["method"], sent["path"]) == ("POST", "/refund")
+    assert sent["body"] == {
+        "transaction": "T685312322670591",
+        "currency": "NGN",
+        "merchant_note": "why",
+        "customer_note": "for you",
+    }
