@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from config.asgi import application
 from config.celery import _beat_schedule, app
-from customers.tokens import customer_token_issue
 from events.models import Event
 from queueing import services
 from queueing.models import QueueEntry
@@ -36,10 +35,10 @@ def test_the_beat_ends_a_sale_whose_window_closed_and_expires_its_line(sandbox):
     waiting, _ = join(event)
     assert services.admission_tick_event(event_id=event.id).admitted == 1
     Event.objects.filter(pk=event.pk).update(sale_end=timezone.now() - timedelta(seconds=1))
-    token, _ = customer_token_issue(customer_id=waiting.id, email=waiting.email)
+    ticket = services.ws_ticket_issue(event_id=event.id, customer_id=waiting.id).ticket
 
     async def scenario() -> list[dict]:
-        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?token={token}")
+        ws = WebsocketCommunicator(application, f"/ws/events/{event.id}/queue/?ticket={ticket}")
         assert (await ws.connect())[0]
         await ws.receive_json_from()  # the position snapshot
         await sync_to_async(run_every_beat_task)()
