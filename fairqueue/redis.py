@@ -47,16 +47,21 @@ def make_client(url: str) -> redis.Redis:
     """A client that fails fast when Redis is gone: short timeouts, and one
     quick retry (a pooled connection that a Redis restart broke is replaced
     once) instead of redis-py's default of ten retries with backoff, which
-    holds every request of an outage for seconds per command."""
-    return redis.Redis.from_url(
+    holds every request of an outage for seconds per command. Its pool makes
+    a thread wait for a free connection (up to the socket timeout) rather
+    than fail at once when every connection is in use: a busy process is not
+    a Redis outage, and must not send its claims down the Postgres-only path."""
+    pool = redis.BlockingConnectionPool.from_url(
         url,
+        max_connections=256,
+        timeout=settings.REDIS_SOCKET_TIMEOUT,
         decode_responses=True,
         socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
         socket_connect_timeout=2,
         health_check_interval=30,
-        max_connections=256,
         retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
     )
+    return redis.Redis(connection_pool=pool)
 
 
 def get_redis() -> redis.Redis:

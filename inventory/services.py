@@ -105,13 +105,15 @@ def inventory_sync_event(
     and returns no tier (the next sync heals).
 
     The free counts and the committed reservations are read in ONE snapshot
-    (REPEATABLE READ), and the in-flight set is read after that snapshot
-    began. So a reservation whose claim committed before the snapshot is seen
-    as committed (its tickets are already missing from the free count and it
-    must not be subtracted twice), and one that commits later is subtracted
-    exactly once. Without this, a process that died between its commit and
-    finishing its reservation would hide those tickets until the reservation
-    aged out.
+    (REPEATABLE READ), and the reservations (in flight, and recently
+    committed) are read after that snapshot began. So a reservation whose
+    claim committed before the snapshot is seen as committed (its tickets are
+    already missing from the free count and it must not be subtracted
+    twice), and one that commits later, even one finished before the counter
+    is written, is subtracted exactly once. Without this, a process that died
+    between its commit and finishing its reservation would hide those
+    tickets until the reservation aged out, and a sync running while claims
+    commit (at sell-out) would show tickets that are gone.
 
     Releases are the other way round: one that commits after the snapshot
     began is not in its free count, and its give-back may reach Redis before
@@ -139,7 +141,7 @@ def inventory_sync_event(
         }
         inflight: dict[str, list[str]] = {}
         for tier_id in free_by_tier:
-            members = store.inflight(event_id=event_id, tier_id=tier_id)
+            members = store.reservations(event_id=event_id, tier_id=tier_id)
             if members is None:
                 return []
             inflight[tier_id] = members

@@ -66,6 +66,10 @@ class InventoryStore(RedisStore):
         return event_key(event_id, "tier", tier_id, "inflight")
 
     @staticmethod
+    def committed_key(event_id: object, tier_id: object) -> str:
+        return event_key(event_id, "tier", tier_id, "committed")
+
+    @staticmethod
     def returned_key(event_id: object) -> str:
         return event_key(event_id, "returned")
 
@@ -112,8 +116,18 @@ class InventoryStore(RedisStore):
         (``give_back=False``) or not (the tickets return to the counter).
         With ``lock_key``, also releases that lock if it still holds
         ``lock_token``, in the same round trip."""
-        keys = self._keys(reservation.event_id, reservation.tier_id)
-        args: list[object] = [reservation.quantity, reservation.id, "1" if give_back else "0"]
+        keys = [
+            *self._keys(reservation.event_id, reservation.tier_id),
+            self.committed_key(reservation.event_id, reservation.tier_id),
+        ]
+        now = int(time.time() * 1000)
+        args: list[object] = [
+            reservation.quantity,
+            reservation.id,
+            "1" if give_back else "0",
+            now,
+            now - RESERVATION_MAX_AGE_MS,
+        ]
         if lock_key is not None:
             keys.append(lock_key)
             args.append(lock_token)
@@ -145,6 +159,16 @@ class InventoryStore(RedisStore):
         return [text(m) for m in members]
 
     @best_effort(None)
+    def reservations(self, *, event_id: object, tier_id: object) -> list[str]:
+        """Members of the in-flight and the recently-committed sets: every
+        reservation a sync must judge against its Postgres snapshot."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.zrange(self.inflight_key(event_id, tier_id), 0, -1)
+        pipe.zrange(self.committed_key(event_id, tier_id), 0, -1)
+        inflight, committed = pipe.execute()
+        return [text(m) for m in cast(list[str | bytes], [*inflight, *committed])]
+
+    @best_effort(None)
     def sync(
         self,
         *,
@@ -154,13 +178,18 @@ class InventoryStore(RedisStore):
         returned_before: int,
         committed: Iterable[str] = (),
     ) -> tuple[int, int]:
-        """Force the counter to truth minus in-flight reservations plus what
-        was given back since ``returned_before`` was read, after dropping the
-        ``committed`` members (their claims are in Postgres). Returns
-        (previous or -1, new)."""
+        """Force the counter to the snapshot's free count minus the
+        reservations it did not see committed, plus what was given back since
+        ``returned_before`` was read (``sync.lua``); ``committed`` names the
+        reservations the snapshot shows committed. Returns (previous or -1,
+        new)."""
         cutoff = int(time.time() * 1000) - RESERVATION_MAX_AGE_MS
         previous, new = self.scripts["sync"](
-            keys=[*self._keys(event_id, tier_id), self.returned_key(event_id)],
+            keys=[
+                *self._keys(event_id, tier_id),
+                self.returned_key(event_id),
+                self.committed_key(event_id, tier_id),
+            ],
             args=[free_in_postgres, cutoff, str(tier_id), returned_before, *committed],
         )
         return int(previous), int(new)

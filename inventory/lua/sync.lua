@@ -1,23 +1,31 @@
--- Force the counter to Postgres truth minus the reservations still in flight
--- (claims that took tickets in Redis and have not committed yet), plus the
--- tickets given back since the caller read the returned tally (releases that
--- committed after its Postgres snapshot: that snapshot still counts them as
--- held). Dropped first: reservations older than the cut-off (their process
--- died before committing) and reservations whose claim Postgres already shows
--- committed (their process died between the commit and finishing the
--- reservation): Postgres truth already counts those tickets as taken.
--- KEYS[1] counter, KEYS[2] in-flight zset, KEYS[3] returned tally (hash)
+-- Force the counter to Postgres truth as the caller's snapshot saw it, made
+-- right for everything that happened after that snapshot began:
+--   - minus the reservations not committed in the snapshot: those still in
+--     flight, and those that committed after it (moved to the
+--     recently-committed set by unreserve.lua): the snapshot counts their
+--     tickets as free;
+--   - plus the tickets given back since the caller read the returned tally
+--     (releases that committed after the snapshot: it counts them as held).
+-- The reservations the snapshot already shows committed (the caller lists
+-- them) are dropped from both sets, as are those older than the cut-off
+-- (their process died before committing, or they are long settled).
+-- KEYS[1] counter, KEYS[2] in-flight zset, KEYS[3] returned tally (hash),
+-- KEYS[4] recently-committed zset
 -- ARGV[1] free tickets in Postgres, ARGV[2] cut-off (ms), ARGV[3] tier id,
 -- ARGV[4] the tier's returned tally read before the snapshot began,
--- ARGV[5..] committed members
+-- ARGV[5..] members the snapshot shows committed
 -- Returns {previous value or -1 if missing, new value}
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2])
 for i = 5, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[4], ARGV[i])
 end
-local inflight = 0
-for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  inflight = inflight + tonumber(string.match(member, ':(%d+)$'))
+local held = 0
+for _, key in ipairs({KEYS[2], KEYS[4]}) do
+  for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+    held = held + tonumber(string.match(member, ':(%d+)$'))
+  end
 end
 local returned = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0')
 local since = returned - tonumber(ARGV[4])
@@ -26,7 +34,7 @@ if since < 0 then
   -- tallied now came later.
   since = returned
 end
-local target = tonumber(ARGV[1]) - inflight + since
+local target = tonumber(ARGV[1]) - held + since
 if target < 0 then
   target = 0
 end
