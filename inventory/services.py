@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db import connection, transaction
 
@@ -56,19 +57,36 @@ def tickets_take(
     return taken
 
 
-def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, int]:
-    """The claims' ticket rows go back to sale; returns how many per tier.
-    Must run inside the transaction that releases the claims."""
+@dataclass(frozen=True)
+class Freed:
+    """Tickets of one tier back on sale: how many, and the Redis reservations
+    that had taken them (``<id>:<quantity>``), which the give-back drops from
+    the recently-committed set before the rows can be taken again."""
+
+    quantity: int
+    reservations: tuple[str, ...] = ()
+
+
+def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, Freed]:
+    """The claims' ticket rows go back to sale; returns what was freed per
+    tier. Must run inside the transaction that releases the claims."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {TABLE} SET claim_id = NULL WHERE claim_id = ANY(%s) "  # noqa: S608
-            "RETURNING tier_id",
+            "RETURNING tier_id, reservation_id",
             [list(claim_ids)],
         )
-        freed: dict[uuid.UUID, int] = {}
-        for (tier_id,) in cursor.fetchall():
-            freed[tier_id] = freed.get(tier_id, 0) + 1
-    return freed
+        counts: dict[uuid.UUID, dict[str, int]] = {}
+        for tier_id, reservation_id in cursor.fetchall():
+            per_reservation = counts.setdefault(tier_id, {})
+            per_reservation[reservation_id] = per_reservation.get(reservation_id, 0) + 1
+    return {
+        tier_id: Freed(
+            quantity=sum(per_reservation.values()),
+            reservations=tuple(f"{r}:{n}" for r, n in per_reservation.items() if r),
+        )
+        for tier_id, per_reservation in counts.items()
+    }
 
 
 def tickets_provision(*, tier_id: uuid.UUID, inventory: int) -> None:

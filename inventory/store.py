@@ -134,13 +134,26 @@ class InventoryStore(RedisStore):
         self.scripts["unreserve"](keys=keys, args=args)
 
     @best_effort(None)
-    def give_back(self, *, event_id: object, tier_id: object, quantity: int) -> None:
+    def give_back(
+        self,
+        *,
+        event_id: object,
+        tier_id: object,
+        quantity: int,
+        reservations: Iterable[str] = (),
+    ) -> None:
         """Tickets released in Postgres return to the counter (only if it
         exists: a missing counter is rebuilt from Postgres on the next miss),
-        and to the tier's returned tally."""
+        and to the tier's returned tally; the ``reservations`` that had taken
+        them leave the recently-committed set (their rows may be taken again
+        by another reservation, and a sync would no longer find them)."""
         self.scripts["give_back"](
-            keys=[self.counter_key(event_id, tier_id), self.returned_key(event_id)],
-            args=[quantity, str(tier_id)],
+            keys=[
+                self.counter_key(event_id, tier_id),
+                self.returned_key(event_id),
+                self.committed_key(event_id, tier_id),
+            ],
+            args=[quantity, str(tier_id), *reservations],
         )
 
     @best_effort(None)
@@ -183,14 +196,21 @@ class InventoryStore(RedisStore):
         ``returned_before`` was read (``sync.lua``); ``committed`` names the
         reservations the snapshot shows committed. Returns (previous or -1,
         new)."""
-        cutoff = int(time.time() * 1000) - RESERVATION_MAX_AGE_MS
+        now = int(time.time() * 1000)
         previous, new = self.scripts["sync"](
             keys=[
                 *self._keys(event_id, tier_id),
                 self.returned_key(event_id),
                 self.committed_key(event_id, tier_id),
             ],
-            args=[free_in_postgres, cutoff, str(tier_id), returned_before, *committed],
+            args=[
+                free_in_postgres,
+                now - RESERVATION_MAX_AGE_MS,
+                str(tier_id),
+                returned_before,
+                now,
+                *committed,
+            ],
         )
         return int(previous), int(new)
 

@@ -75,6 +75,6 @@ def _expire_unpaid_batch(*, now: datetime, batch_size: int) -> tuple[int, int]:
         for event_id in set(tier_events.values()):
             tickets_returned_on_commit(
                 event_id=event_id,
-                returned={t: n for t, n in freed.items() if tier_events.get(t) == event_id},
+                returned={t: f for t, f in freed.items() if tier_events.get(t) == event_id},
             )
     return len(rows), len(ids)

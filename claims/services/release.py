@@ -15,7 +15,7 @@ from claims.services.issuing import issued_tickets_void
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
-from inventory.services import tickets_free
+from inventory.services import Freed, tickets_free
 from inventory.store import inventory_store
 
 logger = logging.getLogger(__name__)
@@ -43,9 +43,7 @@ def claim_release(
         claim = lookup.first()
         if claim is None:
             raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
-        updated = Claim.objects.filter(
-            pk=claim.pk, status__in=release_sources(reason)
-        ).update(
+        updated = Claim.objects.filter(pk=claim.pk, status__in=release_sources(reason)).update(
             status=ClaimStatus.RELEASED,
             released_at=timezone.now(),
             release_reason=ReleaseReason(reason).value,
@@ -64,7 +62,7 @@ def claim_release(
 
 
 def tickets_returned_on_commit(
-    *, event_id: uuid.UUID | str, returned: dict[uuid.UUID, int]
+    *, event_id: uuid.UUID | str, returned: dict[uuid.UUID, Freed]
 ) -> None:
     """Once the transaction that freed ticket rows commits: the Redis counters
     get them back (best effort: the inventory reconciliation heals a lost
@@ -76,9 +74,14 @@ def tickets_returned_on_commit(
     def give_back() -> None:
         fault_point("claim_release.after_commit")
         store = inventory_store()
-        for tier_id, quantity in returned.items():
-            if quantity > 0:
-                store.give_back(event_id=event_id, tier_id=tier_id, quantity=quantity)
+        for tier_id, freed in returned.items():
+            if freed.quantity > 0:
+                store.give_back(
+                    event_id=event_id,
+                    tier_id=tier_id,
+                    quantity=freed.quantity,
+                    reservations=freed.reservations,
+                )
         event_mark_available(event_id=event_id)
 
     transaction.on_commit(give_back, robust=True)

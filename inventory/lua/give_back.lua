@@ -3,9 +3,16 @@
 -- here would make Redis show fewer free tickets than there are.
 -- Every give-back is also tallied per tier (counter or not): a sync that read
 -- Postgres before this release committed adds what was given back since it
--- began, instead of overwriting it (sync.lua).
--- KEYS[1] counter, KEYS[2] returned tally (hash: tier id -> tickets given back)
--- ARGV[1] quantity, ARGV[2] tier id
+-- began, instead of overwriting it (sync.lua). And the reservations that had
+-- taken these tickets leave the recently-committed set: their rows can now be
+-- taken by another reservation, after which a sync could not tell that they
+-- committed.
+-- KEYS[1] counter, KEYS[2] returned tally (hash: tier id -> tickets given back),
+-- KEYS[3] the tier's recently-committed zset
+-- ARGV[1] quantity, ARGV[2] tier id, ARGV[3..] reservation members
+for i = 3, #ARGV do
+  redis.call('ZREM', KEYS[3], ARGV[i])
+end
 redis.call('HINCRBY', KEYS[2], ARGV[2], tonumber(ARGV[1]))
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))

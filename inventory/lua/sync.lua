@@ -6,25 +6,33 @@
 --     tickets as free;
 --   - plus the tickets given back since the caller read the returned tally
 --     (releases that committed after the snapshot: it counts them as held).
--- The reservations the snapshot already shows committed (the caller lists
--- them) are dropped from both sets, as are those older than the cut-off
--- (their process died before committing, or they are long settled).
+-- The reservations the snapshot shows committed (the caller lists them) are
+-- not subtracted, but they stay visible: another sync, working from an older
+-- snapshot that counted their tickets as free, may still run. One left in
+-- the in-flight set (its process died between the commit and finishing it)
+-- moves to the recently-committed set. Members older than the cut-off go:
+-- their process died before committing, or they are long settled.
 -- KEYS[1] counter, KEYS[2] in-flight zset, KEYS[3] returned tally (hash),
 -- KEYS[4] recently-committed zset
 -- ARGV[1] free tickets in Postgres, ARGV[2] cut-off (ms), ARGV[3] tier id,
 -- ARGV[4] the tier's returned tally read before the snapshot began,
--- ARGV[5..] members the snapshot shows committed
+-- ARGV[5] now (ms), ARGV[6..] members the snapshot shows committed
 -- Returns {previous value or -1 if missing, new value}
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2])
-for i = 5, #ARGV do
-  redis.call('ZREM', KEYS[2], ARGV[i])
-  redis.call('ZREM', KEYS[4], ARGV[i])
+local seen = {}
+for i = 6, #ARGV do
+  seen[ARGV[i]] = true
+  if redis.call('ZREM', KEYS[2], ARGV[i]) == 1 then
+    redis.call('ZADD', KEYS[4], ARGV[5], ARGV[i])
+  end
 end
 local held = 0
 for _, key in ipairs({KEYS[2], KEYS[4]}) do
   for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-    held = held + tonumber(string.match(member, ':(%d+)$'))
+    if not seen[member] then
+      held = held + tonumber(string.match(member, ':(%d+)$'))
+    end
   end
 end
 local returned = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0')
