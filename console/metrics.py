@@ -35,7 +35,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from console.selectors import (
-    ATTENTION_REASONS,
     admitted_now,
     admitted_since,
     events_on_sale,
@@ -49,9 +48,6 @@ from queueing.selectors import admission_last_tick, queue_length
 # The classic text format, which generate_latest writes and every Prometheus
 # 2.x and 3.x scraper reads.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-NOTHING_WAITING = dict.fromkeys(ATTENTION_REASONS, 0)
 
 
 class SaleCollector:
@@ -110,7 +106,7 @@ class SaleCollector:
         )
         attention = GaugeMetricFamily(
             "fairqueue_payments_attention",
-            "Payments waiting for staff: stuck, refund_required, flagged.",
+            "Payments waiting for staff, by the staff payment list's attention filter.",
             labels=["event", "reason"],
         )
 
@@ -131,7 +127,7 @@ class SaleCollector:
                 available.add_metric([eid, tier.name], tier.free)
                 inventory.add_metric([eid, tier.name], tier.inventory)
                 sold.add_metric([eid, tier.name], tier.sold)
-            for reason, count in needs_staff.get(event.pk, NOTHING_WAITING).items():
+            for reason, count in needs_staff[event.pk].items():
                 attention.add_metric([eid, reason], count)
         for (event_id, status, actor), count in sorted(payment_totals(ids).items()):
             payments.add_metric([str(event_id), status, actor], count)

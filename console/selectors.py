@@ -20,9 +20,9 @@ from claims.models import Claim
 from claims.selectors import tier_ticket_counts
 from events.domain import LIVE_STATUSES, EventStatus
 from events.models import Event
+from payments.attention import attention_filters
 from payments.domain import EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
-from payments.selectors import stuck_q
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.selectors import admission_last_tick, queue_length
@@ -127,28 +127,28 @@ def tickets_taken_since(event_id: uuid.UUID, since: datetime) -> int:
     return int(total or 0)
 
 
-ATTENTION_REASONS = ("stuck", "refund_required", "flagged")
-
-
 def payments_attention(event_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
-    """Payments staff must look at, per event: stuck (live past the stale
-    threshold), refund required (money taken for tickets we could not give),
-    flagged (the gateway's amount or currency did not match)."""
-    result: dict[uuid.UUID, dict[str, int]] = {}
+    """Payments staff must look at, per event and per reason: one count for
+    each of the staff payment list's "needs attention" filters (stuck,
+    blocked, overdue, flagged, refund required/pending/failed, disputed), in
+    one query. Every event and every reason is present, zeros included."""
+    filters = attention_filters()
+    result = {event_id: dict.fromkeys(filters, 0) for event_id in event_ids}
     rows = (
         Payment.objects.filter(claim__event_id__in=event_ids)
         .values("claim__event_id")
-        .annotate(
-            stuck=Count("id", filter=stuck_q()),
-            refund_required=Count("id", filter=Q(status=PaymentStatus.REFUND_REQUIRED)),
-            flagged=Count("id", filter=~Q(flag_reason="")),
-        )
+        .annotate(**{reason: Count("id", filter=q) for reason, (_, q) in filters.items()})
         .order_by()
     )
     for row in rows:
         counts: dict[str, Any] = dict(row)
-        result[row["claim__event_id"]] = {r: int(counts[r]) for r in ATTENTION_REASONS}
+        result[row["claim__event_id"]] = {reason: int(counts[reason]) for reason in filters}
     return result
+
+
+def attention_reasons() -> dict[str, str]:
+    """Each reason's key and its label, in the staff payment list's order."""
+    return {reason: label for reason, (label, _) in attention_filters().items()}
 
 
 def _actor(actor: str) -> str:
@@ -225,5 +225,5 @@ def event_numbers(event: Event, now: datetime | None = None) -> EventNumbers:
         eta_seconds=(free / sell_rate) if sell_rate > 0 and free > 0 else None,
         last_tick=admission_last_tick(event_id=event.pk),
         tiers=tiers,
-        attention=payments_attention(ids).get(event.pk, dict.fromkeys(ATTENTION_REASONS, 0)),
+        attention=payments_attention([event.pk])[event.pk],
     )

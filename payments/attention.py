@@ -43,7 +43,7 @@ def attention_filters(now=None) -> dict[str, tuple[str, Q]]:
             Q(status__in=LIVE_STATUSES, overdue_at__isnull=False),
         ),
         "flagged": ("Flagged (amount/currency mismatch)", ~Q(flag_reason="")),
-        "refund": ("Refund required", Q(status=P.REFUND_REQUIRED)),
+        "refund_required": ("Refund required", Q(status=P.REFUND_REQUIRED)),
         "refund_pending": ("Refund pending at the gateway", Q(status=P.REFUND_PENDING)),
         "refund_failed": ("Refund failed", Q(status=P.REFUND_FAILED)),
         "disputed": (
@@ -115,7 +115,7 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
         auto = settings.PAYSTACK_AUTO_REFUND
         found.append(
             Attention(
-                "refund",
+                "refund_required",
                 "Refund required",
                 f"Paid ({payment.flag_reason or 'no tickets could be given for it'}), "
                 "but the customer holds no tickets for it. "

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from fairqueue.errors import ErrorCode, NotFound
 from payments.attention import attention_filters
@@ -32,33 +29,12 @@ def payment_live_for_claim(*, claim_id: uuid.UUID) -> Payment | None:
     return Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
 
 
-def stuck_q(now=None) -> Q:
-    """Live payments older than the stale threshold (what staff look at)."""
-    now = now or timezone.now()
-    return Q(
-        status__in=LIVE_STATUSES,
-        created_at__lte=now - timedelta(seconds=settings.PAYMENT_STALE_SECONDS),
-    )
-
-
-def payments_stuck() -> QuerySet[Payment]:
-    return Payment.objects.filter(stuck_q())
-
-
 def payments_needing_staff() -> QuerySet[Payment]:
     """Every payment one of the admin's "needs attention" filters lists."""
     condition = Q(pk__in=[])
     for _, q in attention_filters().values():
         condition |= q
     return Payment.objects.filter(condition)
-
-
-def payments_needing_staff_counts() -> dict[str, int]:
-    """How many payments each "needs attention" filter lists (for monitoring
-    and dashboards)."""
-    return {
-        key: Payment.objects.filter(q).count() for key, (_, q) in attention_filters().items()
-    }
 
 
 def gateway_incidents_open() -> QuerySet[GatewayIncident]:

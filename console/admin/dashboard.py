@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from console.selectors import EventNumbers, event_numbers
+from console.selectors import EventNumbers, attention_reasons, event_numbers
 from events.models import Event
 from fairqueue.money import money_format
 
@@ -98,10 +98,15 @@ def dashboard_view(
             }
             for t in numbers.tiers
         ],
-        "attention_links": {
-            reason: payments_url("refund" if reason == "refund_required" else reason)
-            for reason in numbers.attention
-        },
+        "attention": [
+            {
+                "key": f"attention_{reason}",
+                "count": figures[f"attention_{reason}"],
+                "label": label,
+                "url": payments_url(reason),
+            }
+            for reason, label in attention_reasons().items()
+        ],
         "refresh_seconds": REFRESH_SECONDS,
         "data_url": reverse("admin:events_event_dashboard_data", args=[event.pk]),
         "orders_url": reverse("admin:console_order_changelist") + f"?event__id__exact={event.pk}",

@@ -26,15 +26,17 @@ def dashboard_url(event) -> str:
 @pytest.fixture
 def sale(org_a):
     """Regular (10 x NGN 5,000) and VIP (4 x NGN 20,000): 3 Regular and 1
-    VIP paid, 2 Regular held unpaid (one with a stuck payment), 4 waiting, 1
-    admitted, and a refund-required payment."""
+    VIP paid (its payment disputed at the bank), 2 Regular held unpaid (one
+    with a stuck payment), 4 waiting, 1 admitted, and a refund-required
+    payment."""
     client, _, organizer = org_a
     event = event_of(organizer, inventory=10)
     regular = event.tiers.get()
     vip = TierFactory(event=event, name="VIP", inventory=4, price=2_000_000)
     for _ in range(3):
         hold_tickets(regular, 1, status="CONFIRMED")
-    hold_tickets(vip, 1, status="CONFIRMED")
+    disputed = pay(hold_tickets(vip, 1, status="CONFIRMED"))
+    Payment.objects.filter(pk=disputed.pk).update(status="CONFIRMED", dispute="open")
     hold_tickets(regular, 1, status="CLAIMED")
     stuck = pay(hold_tickets(regular, 1, status="CLAIMED"))
     Payment.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - timedelta(hours=1))
@@ -67,6 +69,8 @@ def test_the_dashboard_shows_the_sale(sale):
     assert figures["attention_stuck"] == "1"
     assert figures["attention_refund_required"] == "1"
     assert figures["attention_flagged"] == "0"
+    assert figures["attention_disputed"] == "1"
+    assert figures["attention_refund_failed"] == "0"
     # 6 tickets taken in the last 5 minutes (the released one gave its ticket back).
     assert figures["sell_rate"] == "1.2 tickets / min"
     assert figures["eta"] == "6 min 40 s"  # 8 free at 1.2 a minute
@@ -77,6 +81,12 @@ def test_the_dashboard_shows_the_sale(sale):
     # Rendered on the server too (the script only refreshes them).
     assert f'<td data-key="tier_{regular.id}_sold">3</td>' in page
     assert f'<td data-key="tier_{vip.id}_revenue">NGN 20,000.00</td>' in page
+    # Every "needs attention" filter of the staff payment list, linked to it.
+    assert (
+        '<a href="/admin/payments/payment/?attention=disputed">'
+        '<strong data-key="attention_disputed">1</strong>'
+    ) in page
+    assert page.count('href="/admin/payments/payment/?attention=') == 8
 
 
 def test_the_json_refresh_has_the_same_figures_and_follows_the_sale(sale):

@@ -133,6 +133,8 @@ def test_the_sale_families_match_the_sale(client, sale):
     )
     assert value(families, "fairqueue_payments_attention", event=eid, reason="flagged") == 1
     assert value(families, "fairqueue_payments_attention", event=eid, reason="stuck") == 0
+    for reason in ("blocked", "overdue", "refund_pending", "refund_failed", "disputed"):
+        assert value(families, "fairqueue_payments_attention", event=eid, reason=reason) == 0
     assert value(families, "fairqueue_admission_tick_duration_seconds_count", event=eid) == 1
 
 

@@ -56,7 +56,7 @@ def test_filters_show_stuck_refund_and_flagged(api, staff, sandbox, settings):
 
     assert listed(staff.get(CHANGELIST)) == {p.reference for p in (fresh, stuck, flagged, refund)}
     assert listed(staff.get(CHANGELIST, {"attention": "stuck"})) == {stuck.reference}
-    assert listed(staff.get(CHANGELIST, {"attention": "refund"})) == {refund.reference}
+    assert listed(staff.get(CHANGELIST, {"attention": "refund_required"})) == {refund.reference}
     assert listed(staff.get(CHANGELIST, {"attention": "flagged"})) == {flagged.reference}
 
 
