@@ -142,6 +142,27 @@ class RefundAnswer:
         )
 
 
+def merchant_amount(data: dict[str, Any]) -> Any:
+    """What the customer paid for, from a transaction's ``data`` (verify
+    answer or ``charge.success`` body), to compare with what we asked for.
+
+    With the account's "pass fees to customer" setting, Paystack charges the
+    customer the amount plus its fees: ``amount`` is then what was charged
+    and ``requested_amount`` what the merchant asked for (the verify example
+    of Paystack's API reference: 40333 charged for 30050 requested). The
+    requested amount counts only when the charge covers it; otherwise, or
+    without it, ``amount`` is compared as it is (invariant 7 flags a
+    mismatch)."""
+    amount, requested = data.get("amount"), data.get("requested_amount")
+    if _is_int(amount) and _is_int(requested) and requested > 0 and amount >= requested:
+        return requested
+    return amount
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def sign(body: bytes, secret: str) -> str:
     """``x-paystack-signature``: HMAC-SHA512 of the raw body, hex."""
     return hmac.new(secret.encode(), body, hashlib.sha512).hexdigest()
@@ -232,7 +253,7 @@ class PaystackClient:
         return VerifyAnswer(
             status=str(data.get("status") or ""),
             reference=str(data.get("reference") or ""),
-            amount=data.get("amount"),
+            amount=merchant_amount(data),
             currency=data.get("currency"),
             transaction_id=str(data.get("id") or ""),
             raw=payload,

@@ -25,7 +25,7 @@ from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES, EventKind
 from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, Refund, WebhookReceipt
-from payments.paystack import signature_valid
+from payments.paystack import merchant_amount, signature_valid
 from payments.services.disputes import apply_dispute_webhook
 from payments.services.outcomes import apply_success
 from payments.services.records import payment_log
@@ -195,7 +195,7 @@ def _apply(
         if event == CHARGE_SUCCESS:
             apply_success(
                 payment=payment,
-                amount=data.get("amount"),
+                amount=merchant_amount(data),
                 currency=data.get("currency"),
                 transaction_id=str(data.get("id") or ""),
                 actor="webhook",

@@ -89,7 +89,8 @@ def test_initialize_example_makes_the_payment_pending(api, stub):
     ],
 )
 def test_verify_example_in_each_status(stub, status, payment_status, claim_status):
-    payment = payment_row(reference="re4lyvq3s3", amount=40333)
+    # The example charged 40333 for 30050 requested: fees passed to the customer.
+    payment = payment_row(reference="re4lyvq3s3", amount=30050)
     body = ex.variant(ex.VERIFY_SUCCESS, status=status, gateway_response=ex.VERIFY_STATUSES[status])
     stub.then(200, body)
 
@@ -105,7 +106,29 @@ def test_verify_example_in_each_status(stub, status, payment_status, claim_statu
     assert result.data["answer"] == body
     if status == "success":
         assert payment.gateway_transaction_id == "4099260516"
-        assert (payment.paid_amount, payment.paid_currency) == (40333, "NGN")
+        assert (payment.paid_amount, payment.paid_currency) == (30050, "NGN")
+        assert payment.flag_reason == ""
+
+
+@pytest.mark.parametrize(
+    ("ours", "charged", "requested", "flagged"),
+    [
+        (30050, 40333, 30050, False),  # fees passed to the customer
+        (30050, 30050, None, False),  # no requested_amount: the amount itself
+        (40333, 40333, 30050, True),  # the charge was for less than we asked
+        (30050, 20000, 30050, True),  # charged less than requested
+        (30050, 40333, "30050", True),  # not a number: compare the amount
+    ],
+)
+def test_verify_compares_what_we_asked_for(stub, ours, charged, requested, flagged):
+    payment = payment_row(reference="re4lyvq3s3", amount=ours)
+    stub.then(200, ex.variant(ex.VERIFY_SUCCESS, amount=charged, requested_amount=requested))
+
+    payment_verify_now(payment_id=payment.pk, actor="staff:test")
+
+    payment = reload(payment)
+    assert payment.status == ("PENDING" if flagged else "CONFIRMED")
+    assert bool(payment.flag_reason) is flagged
 
 
 @pytest.mark.parametrize("not_found", [ex.ERROR_400_REFERENCE_NOT_FOUND, ex.ERROR_404_NOT_FOUND])
@@ -226,6 +249,17 @@ def test_charge_success_example_confirms(client, settings):
     assert payment.gateway_transaction_id == "302961"
     assert reload(payment.claim).status == ClaimStatus.CONFIRMED
     assert transitions(payment) == [("PENDING", "CONFIRMED")]
+
+
+def test_charge_success_with_fees_passed_to_the_customer_confirms(client, settings):
+    payment = payment_row(reference="qTPrJoy9Bx", amount=10000)
+    body = ex.variant(ex.CHARGE_SUCCESS, amount=10150, requested_amount=10000)
+
+    response = deliver(client, settings, body)
+
+    assert response.json() == {"status": "processed"}
+    payment = reload(payment)
+    assert (payment.status, payment.paid_amount, payment.flag_reason) == ("CONFIRMED", 10000, "")
 
 
 @pytest.mark.parametrize(
