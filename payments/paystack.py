@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 import requests
@@ -154,12 +154,12 @@ def merchant_amount(data: dict[str, Any]) -> Any:
     without it, ``amount`` is compared as it is (invariant 7 flags a
     mismatch)."""
     amount, requested = data.get("amount"), data.get("requested_amount")
-    if _is_int(amount) and _is_int(requested) and requested > 0 and amount >= requested:
+    if _is_int(amount) and _is_int(requested) and 0 < requested <= amount:
         return requested
     return amount
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
