@@ -43,4 +43,4 @@ RUN useradd --system --create-home --uid 10001 fairqueue \
 USER fairqueue
 
 EXPOSE 8000 8001 8002
-CMD ["python", "-m", "gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000"]
+CMD ["python", "-m", "fairqueue.webserver"]

@@ -9,7 +9,8 @@ What it does:
    counter synced, ``--customers`` customers whose queue entries are ADMITTED
    (Postgres row, Redis admitted set), a customer token and an admission token
    minted for each.
-2. Starts gunicorn (sync workers, ``DJANGO_DEBUG=false``) against the same
+2. Starts granian as `make run` does (``--server gunicorn`` for the
+   comparison; ``DJANGO_DEBUG=false``) against the same
    DATABASE_URL / REDIS_URL, and waits for /healthz.
 3. Fires every customer's ``POST /api/v1/events/{id}/claims/`` at once through
    ``--concurrency`` connections (aiohttp; 503 Retry-After honoured), and
@@ -47,6 +48,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import aiohttp
 
 from bench._common import Api, Recorder, percentile
+from bench.http_load import SERVERS, server_argv, server_env
 from bench.production_env import production_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -57,11 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--customers", type=int, default=5000)
     parser.add_argument("--tickets", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=64, help="connections in flight")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
-    parser.add_argument(
-        "--worker-class", default="sync", help="gunicorn worker class (sync, as served; gthread)"
-    )
-    parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
+    parser.add_argument("--server", choices=SERVERS, default="granian", help="(granian)")
+    parser.add_argument("--workers", type=int, default=2, help="server workers (2)")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn: > 1 means gthread")
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def django_setup() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    production_env(os.environ)  # the gunicorn started later inherits the same keys
+    production_env(os.environ)  # the server started later inherits the same keys
     import django
 
     django.setup()
@@ -149,34 +149,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(
-    *, port: int, workers: int, worker_class: str = "sync", threads: int = 1
-) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DJANGO_DEBUG": "false",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "LOG_LEVEL": "WARNING",
-    }
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--worker-class",
-        worker_class,
-        "--threads",
-        str(threads),
-        "--backlog",
-        "4096",
-        "--log-level",
-        "warning",
-    ]
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env, start_new_session=True)  # noqa: S603
+def start_server(*, server: str, port: int, workers: int, threads: int = 1) -> subprocess.Popen:
+    argv = server_argv(server, port=port, workers=workers, threads=threads)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=server_env(), start_new_session=True)  # noqa: S603
 
 
 def _children(pid: int) -> list[int]:
@@ -256,7 +231,7 @@ async def fire(
     rec = Recorder()
     answers: Counter = Counter()
     url = f"/api/v1/events/{sale['event_id']}/claims/"
-    # Sync gunicorn workers close every connection: do not try to reuse them.
+    # gunicorn's sync workers close every connection: do not try to reuse them.
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=not keep_alive)
     async with aiohttp.ClientSession(connector=connector) as session:
         api = Api(session, base, rec, concurrency=concurrency)
@@ -317,15 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_server:
         port = args.port or free_port()
         base = f"http://127.0.0.1:{port}"
-        server = start_gunicorn(
-            port=port, workers=args.workers, worker_class=args.worker_class, threads=args.threads
+        server = start_server(
+            server=args.server, port=port, workers=args.workers, threads=args.threads
         )
     try:
         wait_ready(base)
         pid = server.pid if server else None
         load_before = os.getloadavg()
         cpu_before = cpu_snapshot(pid)
-        keep_alive = args.worker_class != "sync"
+        keep_alive = args.server != "gunicorn" or args.threads > 1
         rec, answers, wall = asyncio.run(fire(base, sale, args.concurrency, keep_alive))
         cpu_after = cpu_snapshot(pid)
     finally:
@@ -350,15 +325,15 @@ def main(argv: list[str] | None = None) -> int:
             "customers": args.customers,
             "tickets": args.tickets,
             "concurrency": args.concurrency,
-            "gunicorn": None
+            "server": None
             if args.no_server
-            else f"{args.workers} {args.worker_class} workers x {args.threads} threads",
+            else f"{args.server}, {args.workers} workers x {args.threads} threads",
         },
         "claims_per_second": created / wall,
         "requests_per_second": len(latencies) / wall,
         "wall_seconds": wall,
         # Where the CPU went, in ms per claim request: the whole machine, and
-        # gunicorn, Postgres (every postgres process), Redis and this load
+        # the web server, Postgres (every postgres process), Redis and this load
         # generator. "machine" minus the rest is the other users of the box.
         "cpu_ms_per_request": {
             part: round((cpu_after[part] - cpu_before[part]) * 1000 / max(1, len(latencies)), 3)

@@ -21,7 +21,7 @@ Scenarios needing process control (redis-restart, redis-down, worker-kill, web-k
 ``--launch-stack``; against a stack started elsewhere the operator does the
 same by hand (``redis-cli shutdown nosave`` then start redis-server again;
 ``kill -9`` the Celery worker's process group and start it again; ``kill -9``
-one gunicorn worker).
+one web (granian) worker).
 """
 
 from __future__ import annotations
@@ -111,28 +111,33 @@ async def worker_kill(
     report.checks["admission_ticking"] = admission_ticking
 
 
-# Syscalls a gunicorn sync worker waits in when it has no request.
-_IDLE_SYSCALLS = {"7", "23", "43", "232", "270", "271", "281", "288"}
-
-
 def _busy(pid: int) -> str | None:
-    """The syscall (or "running") a process is in, if that is not the idle wait."""
+    """"running" when a thread of the process is on a CPU (a granian worker
+    runs Django on its blocking thread: running means inside a request)."""
     try:
-        call = Path(f"/proc/{pid}/syscall").read_text().split()[0]
-    except (OSError, IndexError):
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
         return None
-    return None if call in _IDLE_SYSCALLS else call
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] == "R":
+            return "running"
+    return None
 
 
 async def web_kill(ctx: FaultContext, report: FaultReport, *, kills: int = 3) -> None:
-    """SIGKILL a gunicorn worker while it is inside a request (not waiting
-    for one), ``kills`` times 2 s apart; the master starts replacements."""
+    """SIGKILL a web (granian) worker while it is inside a request (not
+    waiting for one), ``kills`` times 2 s apart; granian starts replacements
+    (--respawn-failed-workers)."""
     report.injected_at = ctx.now()
     for _ in range(kills):
         deadline = time.monotonic() + 10
         victim = state = None
         while time.monotonic() < deadline and victim is None:
-            for pid in ctx.stack.gunicorn_workers():
+            for pid in ctx.stack.web_worker_pids():
                 state = _busy(pid)
                 if state is not None:
                     victim = pid
@@ -140,10 +145,10 @@ async def web_kill(ctx: FaultContext, report: FaultReport, *, kills: int = 3) ->
             else:
                 await asyncio.sleep(0.001)
         if victim is None:
-            report.notes.append("no gunicorn worker was busy for 10 s")
+            report.notes.append("no web worker was busy for 10 s")
             continue
         os.kill(victim, signal.SIGKILL)
-        report.notes.append(f"gunicorn worker {victim} SIGKILLed inside a request ({state})")
+        report.notes.append(f"web worker {victim} SIGKILLed inside a request ({state})")
         await asyncio.sleep(2)
     report.ended_at = ctx.now()
 

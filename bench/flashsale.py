@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     where.add_argument("--database-url", default=os.environ.get("DATABASE_URL"))
     where.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
     where.add_argument(
-        "--web-workers", type=int, default=2, help="gunicorn workers (--launch-stack)"
+        "--web-workers", type=int, default=2, help="web (granian) workers (--launch-stack)"
     )
     where.add_argument(
         "--stack-env", action="append", default=[], metavar="KEY=VALUE", help="extra stack settings"

@@ -11,14 +11,14 @@ holds only that size:
      project's own rebuild of the Redis waiting set from them (timed), then
      VACUUM ANALYZE and CHECKPOINT, as autovacuum would after such an insert,
      so that what follows does not pay for the fill
-  2. a fresh gunicorn (--workers sync workers, DEBUG off), warmed up by
+  2. a fresh granian (--workers workers, as `make run` serves, DEBUG off), warmed up by
      --warmup joins and position reads that are not counted
   3. --joins HTTP joins at --clients concurrent clients (to the back of the line)
   4. --reads HTTP position reads by --readers customers spread evenly over
      the line, front to back
   5. memory: Redis used_memory and the waiting set's bytes per member (MEMORY
-     USAGE), each gunicorn worker's RSS after 3 and 4, the Postgres size of the
-     queue table and its indexes; gunicorn stops
+     USAGE), each web worker's RSS after 3 and 4, the Postgres size of the
+     queue table and its indexes; the server stops
   6. --direct joins and position reads one at a time from this process, no
      HTTP: the queue's own work without waiting behind other requests
   7. admission ticks of the default batch and of 1,000, --ticks of each (the
@@ -27,7 +27,7 @@ holds only that size:
   8. the beat's queue reconciliation: the usual pass and the full one
   9. the size's rows are deleted and vacuumed away (the last size's go with
      the services under --embedded)
-CPU per request is that of this run's own processes only: the gunicorn master
+CPU per request is that of this run's own processes only: the web server's main process
 and workers, the PostgreSQL server behind DATABASE_URL and the Redis server
 behind REDIS_URL, read from /proc with their exited children. It is steadier
 than latency on a shared machine. The HTTP load generator is bench/http_load.py's
@@ -50,7 +50,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-os.environ.setdefault("LOG_LEVEL", "ERROR")  # this process only: gunicorn's is set apart
+os.environ.setdefault("LOG_LEVEL", "ERROR")  # this process only: the server's is set apart
 
 from bench import http_load as hl
 from bench import queue_bench as qb
@@ -161,7 +161,7 @@ def load(url: str, method: str, requests: list[tuple[str, str]], clients: int, r
 
 def http_phases(event_id: uuid.UUID, n: int, args: argparse.Namespace, pids: dict) -> dict:
     out: dict = {}
-    server, url = hl.start_gunicorn(args.workers)
+    server, url = hl.start_server(args.workers)
     try:
         roots = {"web": server.pid, **pids}
         tokens = qs.tokens_for(qs.make_customers(f"g{n}-join", args.warmup + args.join_tokens))
@@ -377,7 +377,7 @@ def main() -> None:
     add = parser.add_argument
     add("--growth", default="1000,10000,100000,1000000", help="queue sizes (1k to 1M)")
     add("--embedded", action="store_true", help="start throwaway PostgreSQL and Redis")
-    add("--workers", type=int, default=4, help="gunicorn sync workers (4)")
+    add("--workers", type=int, default=2, help="granian workers (2)")
     add("--clients", type=int, default=128, help="concurrent HTTP clients (128)")
     add("--joins", type=int, default=4_000, help="HTTP joins per size (4,000)")
     add("--reads", type=int, default=6_000, help="HTTP position reads per size (6,000)")
@@ -406,7 +406,7 @@ def main() -> None:
         batches = sorted({Event._meta.get_field("admission_batch_size").default, TICK_BATCH})
         generator = f"wrk, {args.seconds} s a phase" if hl.USE_WRK else "asyncio client"
         print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
-        print(f"load: {generator}, {args.clients} clients; gunicorn {args.workers} sync workers")
+        print(f"load: {generator}, {args.clients} clients; granian {args.workers} workers")
         pids = service_pids()
         started = time.perf_counter()
         results = [one_size(n, args, pids, batches) for n in args.sizes]

@@ -1,11 +1,13 @@
-"""HTTP load for the waiting-room benchmarks: a gunicorn of their own, where the
-CPU goes (server, Postgres, Redis, client), and the load generator (wrk when
-installed, else a small asyncio HTTP/1.1 client in 2 processes).
+"""HTTP load for the waiting-room benchmarks: a server of their own (granian, or
+gunicorn for comparison), where the CPU goes (server, Postgres, Redis, client),
+and the load generator (wrk when installed, else a small asyncio HTTP/1.1
+client in 2 processes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import multiprocessing as mp
 import os
 import signal
@@ -18,6 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.queue_setup import ROOT
+from fairqueue.webserver import web_argv
 
 # --- the server ------------------------------------------------------------------
 
@@ -28,33 +31,49 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(workers: int, threads: int = 1) -> tuple[subprocess.Popen, str]:
-    """gunicorn on a free port: sync workers (threads=1, as production runs),
-    or gthread workers with keep-alive when threads > 1."""
-    port = free_port()
-    env = {
+SERVERS = ("granian", "gunicorn")
+
+
+def server_argv(server: str, *, port: int, workers: int, threads: int = 1) -> list[str]:
+    """The HTTP server in front of config.wsgi on 127.0.0.1:port. granian is
+    what `make run` and compose serve (the same flags, fairqueue/webserver.py);
+    gunicorn (sync workers, or gthread with keep-alive when threads > 1) is
+    kept for the side-by-side comparison in docs/BENCHMARKS.md and is not a
+    dependency: `pip install gunicorn` to run it."""
+    if server == "granian":
+        return [*web_argv(host="127.0.0.1", port=port, workers=workers, log_level="warning")]
+    if server != "gunicorn":
+        raise SystemExit(f"unknown server {server!r}: one of {', '.join(SERVERS)}")
+    if importlib.util.find_spec("gunicorn") is None:
+        raise SystemExit("gunicorn is not installed (pip install gunicorn) for the comparison")
+    return [
+        sys.executable, "-m", "gunicorn", "config.wsgi:application",
+        "--workers", str(workers),
+        *(["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []),
+        "--bind", f"127.0.0.1:{port}",
+        "--backlog", "4096",
+        "--log-level", "warning",
+    ]  # fmt: skip
+
+
+def server_env() -> dict[str, str]:
+    """A production-mode server environment (DEBUG off) for the benchmarks."""
+    return {
         **os.environ,
         "DJANGO_DEBUG": "false",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "LOG_LEVEL": "WARNING",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi:application",
-        "--workers",
-        str(workers),
-        *(["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []),
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--backlog",
-        "4096",
-        "--log-level",
-        "warning",
-    ]
-    proc = subprocess.Popen(argv, env=env, cwd=ROOT, start_new_session=True)  # noqa: S603
+
+
+def start_server(
+    workers: int, threads: int = 1, server: str = "granian"
+) -> tuple[subprocess.Popen, str]:
+    """The server on a free port, once /healthz answers."""
+    port = free_port()
+    argv = server_argv(server, port=port, workers=workers, threads=threads)
+    proc = subprocess.Popen(argv, env=server_env(), cwd=ROOT, start_new_session=True)  # noqa: S603
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -65,7 +84,7 @@ def start_gunicorn(workers: int, threads: int = 1) -> tuple[subprocess.Popen, st
         except OSError:
             time.sleep(0.2)
     proc.terminate()
-    raise SystemExit("gunicorn did not come up")
+    raise SystemExit(f"{server} did not come up")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -92,7 +111,7 @@ def _stat(pid: int) -> list[str] | None:
 
 
 def cpu_snapshot(server_pid: int | None) -> dict[str, float]:
-    """CPU seconds so far of the server (gunicorn master and workers), and of
+    """CPU seconds so far of the server (its main process and workers), and of
     every postgres and redis-server process on the machine."""
     totals = {"server": 0.0, "postgres": 0.0, "redis": 0.0}
     for entry in Path("/proc").iterdir():

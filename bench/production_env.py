@@ -3,6 +3,10 @@ to be allowed to start (config/safety.py): keys of their own, random per run
 and shared by every process of the run (the bench mints the tokens the
 servers check), the sandbox gateway declared as such, plain HTTP on the
 loopback, and sign-in mail going nowhere (the bench mints tokens instead).
+
+PAYSTACK_SECRET_KEY too: production mode has no default for it, and the web
+process must send the key the sandbox checks (it answers 401 otherwise) and
+signs its webhooks with; both read it from this environment.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ FIXED = {
     "DJANGO_SECURE_SSL_REDIRECT": "false",
     "EMAIL_BACKEND": "django.core.mail.backends.dummy.EmailBackend",
 }
-RANDOM = ("DJANGO_SECRET_KEY", "TOKEN_SIGNING_KEY", "SANDBOX_CONTROL_TOKEN")
+RANDOM = ("DJANGO_SECRET_KEY", "TOKEN_SIGNING_KEY", "SANDBOX_CONTROL_TOKEN", "PAYSTACK_SECRET_KEY")
 
 
 def production_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]:

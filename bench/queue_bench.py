@@ -3,8 +3,9 @@
     DATABASE_URL=... REDIS_URL=... python bench/queue_bench.py [--url http://host:port]
 
 Use a throwaway database: the run adds about 1.05 million customers and queue
-entries (removed at the end unless --keep). Without --url it starts gunicorn
-itself (sync workers, DEBUG off) against the same DATABASE_URL / REDIS_URL;
+entries (removed at the end unless --keep). Without --url it starts granian
+itself (as `make run` does, DEBUG off; `--server gunicorn` for the comparison)
+against the same DATABASE_URL / REDIS_URL;
 with --url the server must use the same database and Redis.
 
 In one run it measures:
@@ -21,7 +22,7 @@ In one run it measures:
 The load generator is wrk (Debian package `wrk`) when installed, as in
 SPEC.md's serving measurements, else a small asyncio HTTP/1.1 client in 2
 processes (which itself uses a good share of a 2-core machine's CPU). Each
-phase also prints the CPU it cost per request in the server (gunicorn), in
+phase also prints the CPU it cost per request in the server, in
 Postgres and Redis (every such process on the machine) and in the client.
 How each of these costs grows from 1,000 to 1,000,000 waiting: growth_bench.py.
 """
@@ -43,7 +44,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import http_load as hl
-from bench.http_load import fmt, http_load, line, start_gunicorn, stop
+from bench.http_load import SERVERS, fmt, http_load, line, start_server, stop
 from bench.queue_setup import (
     cleanup,
     django_setup,
@@ -151,11 +152,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument(
-        "--url", help="a running server (same DATABASE_URL/REDIS_URL); default: start gunicorn"
+        "--url", help="a running server (same DATABASE_URL/REDIS_URL); default: start --server"
     )
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4)")
+    parser.add_argument("--server", choices=SERVERS, default="granian", help="(granian)")
+    parser.add_argument("--workers", type=int, default=2, help="server workers (default 2)")
     parser.add_argument(
-        "--threads", type=int, default=1, help="threads per worker: > 1 means gthread workers"
+        "--threads", type=int, default=1, help="gunicorn only: > 1 means gthread workers"
     )
     parser.add_argument(
         "--clients", type=int, default=128, help="concurrent HTTP clients (default 128)"
@@ -194,10 +196,13 @@ def main() -> None:
     try:
         url, pid = args.url, None
         if url is None:
-            server, url = start_gunicorn(args.workers, args.threads)
+            server, url = start_server(args.workers, args.threads, args.server)
             pid = server.pid
-            kind = f"gthread x {args.threads} threads" if args.threads > 1 else "sync"
-            print(f"server: gunicorn, {args.workers} {kind} workers, {url}", flush=True)
+            if args.server == "gunicorn":
+                kind = f"gthread x {args.threads} threads" if args.threads > 1 else "sync"
+            else:
+                kind = "WSGI, 1 blocking thread each,"
+            print(f"server: {args.server}, {args.workers} {kind} workers, {url}", flush=True)
         small = make_event("Bench small", tickets=args.batch, batch=args.batch)
         events.append(small)
         seed_waiting(small, "small", 1_000)

@@ -214,7 +214,7 @@ class LocalStack:
         self.children[name].restarts += 1
         self.spawn(name)
 
-    def gunicorn_workers(self) -> list[int]:
+    def web_worker_pids(self) -> list[int]:
         proc = self.children["web"].proc
         return children_of(proc.pid) if proc is not None else []
 

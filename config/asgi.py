@@ -1,4 +1,4 @@
-"""ASGI entry point for daphne: WebSockets (and HTTP, though gunicorn serves
+"""ASGI entry point for daphne: WebSockets (and HTTP, though granian serves
 the HTTP API in production; see SPEC.md "Serving")."""
 
 import gc

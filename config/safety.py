@@ -2,8 +2,8 @@
 
 ``config.settings`` calls ``production_problems`` when ``DJANGO_DEBUG`` is off
 and raises ``ImproperlyConfigured`` naming every variable at fault. Settings
-are imported by every entry point (manage.py, gunicorn's and granian's WSGI
-module, daphne's ASGI module, Celery's app), so none of them can serve with a
+are imported by every entry point (manage.py, the WSGI module granian serves,
+daphne's ASGI module, Celery's app), so none of them can serve with a
 key anyone can read in this repository, or take sandbox payments as real.
 
 Pure functions of the values: no Django import, tested without a process.

@@ -38,7 +38,7 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 PORT = env.int("PORT", default=8000)
 # Where browsers open the queue WebSocket, e.g. "wss://tickets.example.com".
 # Empty: the page's own host, on WS_PORT when that is set (`make run` serves
-# daphne beside gunicorn), else the page's own origin (nginx routes /ws/).
+# daphne beside granian), else the page's own origin (nginx routes /ws/).
 WEBSOCKET_PUBLIC_URL = env.str("WEBSOCKET_PUBLIC_URL", default="")
 WS_PORT = env.int("WS_PORT", default=None)
 
@@ -132,10 +132,10 @@ if "DATABASE_URL" not in env:
         "PostgreSQL) or export DATABASE_URL=postgres://user@host:port/dbname."
     )
 _db = env.db("DATABASE_URL")
-# Sync servers (gunicorn, Celery) keep one connection per process. ASGI
-# processes (daphne) call sync code from a thread pool, where persistent
-# connections are never reused and exhaust Postgres: they use the psycopg pool
-# instead (asgi.py turns DB_POOL on). See SPEC.md "Serving".
+# Sync servers (granian's WSGI workers, one blocking thread each; Celery) keep
+# one connection per process. ASGI processes (daphne) call sync code from a
+# thread pool, where persistent connections are never reused and exhaust
+# Postgres: they use the psycopg pool instead (asgi.py turns DB_POOL on). See SPEC.md "Serving".
 if env.bool("DB_POOL", default=False):
     _db["CONN_MAX_AGE"] = 0
     _db.setdefault("OPTIONS", {})["pool"] = {

@@ -9,7 +9,7 @@
   admission ticks, claim attempts, webhooks, reconciliation heals, Redis
   errors, open WebSockets, Celery task runs.
 
-Several processes serve one deployment (gunicorn or granian workers,
+Several processes serve one deployment (granian workers,
 daphne, the Celery pool's children). With ``PROMETHEUS_MULTIPROC_DIR`` set
 (``make run`` and docker compose set it) prometheus-client's multiprocess
 mode keeps each process's values in a file of that directory and a scrape

@@ -1,5 +1,5 @@
 """One log line and one latency observation per HTTP request, whatever the
-HTTP server (gunicorn, granian or daphne all run this middleware).
+HTTP server (granian or daphne both run this middleware).
 
 The line names the method, the route (the URL pattern, so that every
 ``/api/v1/events/<id>/queue/`` is one route), the status, the duration and

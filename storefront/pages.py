@@ -108,6 +108,6 @@ urlpatterns = [
     path("signin/", signin_page, name="signin-page"),
     path("payments/return/", payment_return_page, name="payment-return-page"),
     # DEBUG only (empty otherwise): static files under `make run`, where
-    # gunicorn has no nginx in front; docker compose's nginx serves them.
+    # granian has no nginx in front; docker compose's nginx serves them.
     *staticfiles_urlpatterns(),
 ]

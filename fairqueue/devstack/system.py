@@ -31,6 +31,7 @@ from fairqueue.devstack.processes import (
     write_line,
 )
 from fairqueue.devstack.services import Stack, log_tail
+from fairqueue.webserver import DEFAULT_MAX_CONNECTIONS, DEFAULT_WORKERS, web_argv
 
 MANAGE_PY = REPO_ROOT / "manage.py"
 READY_TIMEOUT = 120.0  # seconds the banner waits for every process to listen
@@ -55,9 +56,9 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
     return [
         AppProcess(
             "web",
-            [py, "-m", "gunicorn", "config.wsgi:application", "--worker-class=sync",
-             f"--bind={ALL_INTERFACES}:{env['PORT']}",
-             f"--workers={env.get('WEB_CONCURRENCY', '2')}"],
+            web_argv(host=ALL_INTERFACES, port=int(env["PORT"]),
+                     workers=int(env.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
+                     max_connections=int(env.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS))),
             port=int(env["PORT"]),
         ),
         AppProcess(

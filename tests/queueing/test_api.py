@@ -56,7 +56,7 @@ def test_join_positions_follow_join_order(api, event):
 
 @pytest.mark.django_db(transaction=True)
 def test_join_hot_path_is_one_statement(api, event, settings, django_assert_num_queries):
-    """Autocommit, as under gunicorn: no BEGIN/COMMIT, no event read while the
+    """Autocommit, as under granian: no BEGIN/COMMIT, no event read while the
     event is cached, no customer read (the token says who), one INSERT."""
     from queueing.selectors import event_snapshot
 

@@ -1,0 +1,75 @@
+"""How the HTTP side is served: granian's WSGI interface in front of the Django app.
+
+    python -m fairqueue.webserver   # what compose and the image run; `make run` too
+
+One place builds the command line, so `make run`, docker compose, the image, the tests that
+start the web process and the benchmarks run the same server with the same settings
+(README, "Why granian", says why). It reads PORT (8000), WEB_HOST (0.0.0.0),
+WEB_CONCURRENCY (2 workers) and WEB_MAX_CONNECTIONS (1024) and becomes granian (exec).
+
+- One blocking thread per worker: each worker runs one request at a time on one Postgres
+  connection (persistent, CONN_MAX_AGE). More threads only ran Postgres out of connections
+  and contended for the GIL (docs/BENCHMARKS.md).
+- The connections themselves live in granian's Rust runtime, not in a Python thread: an
+  idle keep-alive socket or a slow client costs a little memory, never the worker (a
+  gunicorn sync worker was held by each one).
+- Backpressure: granian holds one permit per open connection and stops accepting once a
+  worker holds its share. The share is the connection budget divided by the worker count,
+  so the whole server holds up to WEB_MAX_CONNECTIONS (browsers keep several sockets
+  open each); beyond that, connections wait in the listen backlog of the same size.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_WORKERS = 2  # one per core measured best (docs/BENCHMARKS.md)
+DEFAULT_MAX_CONNECTIONS = 1024
+
+
+def backpressure(*, workers: int, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> int:
+    """Open connections each worker accepts: its share of the connection budget."""
+    return max(1, max_connections // max(1, workers))
+
+
+def web_argv(
+    *,
+    host: str,
+    port: int,
+    workers: int = DEFAULT_WORKERS,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    log_level: str = "info",
+) -> list[str]:
+    """The granian command line serving config.wsgi on host:port."""
+    return [
+        sys.executable, "-m", "granian", "config.wsgi:application",
+        "--interface=wsgi",
+        f"--host={host}",
+        f"--port={port}",
+        f"--workers={workers}",
+        "--blocking-threads=1",
+        f"--backpressure={backpressure(workers=workers, max_connections=max_connections)}",
+        f"--backlog={max(128, max_connections)}",
+        "--http=1",  # HTTP/1.1 with keep-alive; nginx in front speaks it too
+        "--http1-keep-alive",
+        "--no-ws",  # WebSockets are daphne's
+        "--respawn-failed-workers",  # a worker that dies is replaced, as gunicorn's master did
+        "--respawn-interval=0.5",
+        f"--log-level={log_level}",
+    ]  # fmt: skip
+
+
+def main() -> None:
+    argv = web_argv(
+        host=os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job; nginx in front
+        port=int(os.environ.get("PORT", "8000")),
+        workers=int(os.environ.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
+        max_connections=int(os.environ.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)),
+        log_level=os.environ.get("WEB_LOG_LEVEL", "info"),
+    )
+    os.execv(argv[0], argv)  # noqa: S606 - our own fixed command line
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The web process as `make run` starts it (granian, two workers, one blocking
+thread each): idle and slow clients never hold a worker.
+
+A browser keeps sockets open between requests, and some clients send their
+request slowly. Under gunicorn's sync workers each such socket held a whole
+worker, so two pre-opened sockets froze /healthz for 30 s. Here 50 idle
+connections and 10 half-sent requests are open while /healthz is asked, and
+it still answers within a second, on a fresh connection and on a reused one."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from fairqueue import devstack
+from tests.support.processes import child_env, healthz_ok
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+IDLE_CONNECTIONS = 50
+SLOW_CLIENTS = 10
+
+
+@pytest.fixture
+def web(transactional_db) -> Iterator[str]:
+    """The `web` entry of `make run`'s processes, on a free port."""
+    port = devstack.free_port()
+    env = child_env(
+        PORT=str(port),
+        WS_PORT=str(devstack.free_port()),
+        SANDBOX_PORT=str(devstack.free_port()),
+        WEB_CONCURRENCY="2",
+    )
+    [entry] = [e for e in devstack.app_processes(env) if e.name == "web"]
+    base = f"http://127.0.0.1:{port}"
+    log = Path(tempfile.mkdtemp(prefix="fq-web-")) / "web.log"
+    with log.open("wb") as out:
+        proc = devstack.spawn(entry.argv, env=env, stdout=out)
+    try:
+        deadline = time.monotonic() + 60
+        while not healthz_ok(base):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"web did not come up:\n{devstack.log_tail(log)}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        devstack.stop_groups([proc])
+
+
+def healthz_seconds(conn: http.client.HTTPConnection) -> float:
+    started = time.monotonic()
+    conn.request("GET", "/healthz")
+    response = conn.getresponse()
+    body = response.read()
+    assert response.status == 200, body
+    return time.monotonic() - started
+
+
+def test_idle_and_slow_connections_never_hold_a_worker(web):
+    port = int(web.rsplit(":", 1)[1])
+    with ExitStack() as held:
+        for _ in range(IDLE_CONNECTIONS):  # connected, nothing sent (a browser's spare socket)
+            held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5))
+        for _ in range(SLOW_CLIENTS):  # half a request, the rest never comes
+            sock = held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5))
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.5)  # every one of them accepted (or queued) by now
+
+        reused = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+        held.callback(reused.close)
+        seconds = [healthz_seconds(reused) for _ in range(3)]  # keep-alive: one socket
+        fresh = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+        held.callback(fresh.close)
+        seconds.append(healthz_seconds(fresh))
+
+    # The timeout of 1 s on each request already fails the test when it is
+    # exceeded; this names the figures.
+    assert max(seconds) < 1.0, seconds
