@@ -40,7 +40,7 @@ from inventory.services import inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
 from queueing.services import (
     admission_clock_stop,
-    admission_slot_release,
+    admission_slot,
     queue_entry_complete,
 )
 from queueing.tokens import admission_token_read
@@ -156,8 +156,15 @@ def claim_create(
     # leaves the reservation for reconciliation, which finds its claim in
     # Postgres and does not count it twice; the lock expires by itself.
     fault_point("claim_create.after_commit")
-    _finish_quietly(store, reserved, give_back=False, lock=lock)
-    admission_slot_release(event_id=tier.event_id, customer_id=customer_id)
+    # One round trip: the reservation finished, the lock and the customer's
+    # admission slot released.
+    store.finish(
+        reserved,
+        give_back=False,
+        lock_key=lock.key,
+        lock_token=lock.token,
+        also_remove=admission_slot(event_id=tier.event_id, customer_id=customer_id),
+    )
     if left < SOLD_OUT_CHECK_BELOW:
         _mark_sold_out_if_none_left(tier.event_id)
     return claim

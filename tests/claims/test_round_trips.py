@@ -12,6 +12,7 @@ from claims.models import Claim
 from claims.selectors import tier_snapshot
 from inventory.models import Ticket
 from queueing.models import QueueEntry
+from queueing.store import queue_store
 from tests.support.factories import CustomerFactory
 from tests.support.sales import admit_directly, claim_one, on_sale
 
@@ -28,6 +29,7 @@ def tier(settings):
 
 def test_a_claim_is_one_postgres_statement(tier):
     [buyer] = admit_directly(tier.event, [CustomerFactory()])
+    assert queue_store().admitted_until_ms(event_id=tier.event_id, customer_id=buyer.customer.id)
     with CaptureQueriesContext(connection) as queries:
         claim = claim_one(tier, buyer)
     assert [q["sql"].split()[0] for q in queries.captured_queries] == ["WITH"], [
@@ -36,6 +38,9 @@ def test_a_claim_is_one_postgres_statement(tier):
     assert Claim.objects.filter(pk=claim.pk, customer=buyer.customer).count() == 1
     assert Ticket.objects.filter(claim_id=claim.pk).count() == 1
     assert QueueEntry.objects.get(pk=buyer.entry.pk).status == "COMPLETED"
+    # The round trip that finished the reservation also left the admitted set.
+    slot = queue_store().admitted_until_ms(event_id=tier.event_id, customer_id=buyer.customer.id)
+    assert slot is None
 
 
 def test_an_expired_admission_takes_no_ticket_and_writes_nothing(tier):
