@@ -34,6 +34,7 @@ class Customer:
     token: str
     ws: bool
     behaviour: str = "pay"
+    arrive_at: float | None = None  # seconds after the run starts; None: uniform over join_seconds
     position: int | None = None
     join_eta: int | None = None
     admitted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -106,7 +107,10 @@ class Sale:
     # --- one customer ------------------------------------------------------------------
     async def customer(self, c: Customer) -> None:
         try:
-            await asyncio.sleep(self.rng.uniform(0, self.cfg.join_seconds))
+            delay = c.arrive_at
+            if delay is None:
+                delay = self.rng.uniform(0, self.cfg.join_seconds)
+            await asyncio.sleep(delay)
             await self._run(c)
         except asyncio.CancelledError:
             c.outcome = c.outcome or "still_waiting_at_end"

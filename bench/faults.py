@@ -112,8 +112,8 @@ async def worker_kill(
 
 
 def _busy(pid: int) -> str | None:
-    """"running" when a thread of the process is on a CPU (a granian worker
-    runs Django on its blocking thread: running means inside a request)."""
+    """Whether the process is inside a request: "running" when one of its
+    threads is on a CPU (a granian worker runs Django on its blocking thread)."""
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:

@@ -29,7 +29,7 @@ import os
 import random
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sale.add_argument(
         "--ws-customers", type=int, default=5_000, help="customers holding a WebSocket"
     )
-    sale.add_argument("--join-seconds", type=float, default=5.0, help="arrivals spread over this")
+    sale.add_argument(
+        "--prequeue-seconds",
+        type=float,
+        default=30.0,
+        help="the pre-queue is open this long before the sale starts (0: no pre-queue)",
+    )
+    sale.add_argument(
+        "--prequeue-share",
+        type=float,
+        default=0.8,
+        help="share of customers already in the pre-queue when the sale opens",
+    )
+    sale.add_argument(
+        "--after-open-seconds",
+        type=float,
+        default=60.0,
+        help="the rest arrive over this long after the sale opens",
+    )
+    sale.add_argument(
+        "--join-seconds",
+        type=float,
+        default=5.0,
+        help="without a pre-queue: arrivals spread over this",
+    )
     sale.add_argument("--concurrency", type=int, default=200, help="joins in flight at most")
     sale.add_argument(
         "--poll-concurrency", type=int, default=100, help="position polls in flight at most"
@@ -153,6 +176,15 @@ def setup_sale(args: argparse.Namespace, env: dict[str, str]) -> tuple[dict, lis
     tiers = args.tier or [f"Regular:500000:{args.tickets}"]
     name = f"Flash sale {datetime.now():%Y-%m-%d %H:%M:%S} {random.randint(0, 10**6)}"
     cmd = ["create_event", "--name", name, "--activate", "--batch-size", str(args.batch_size)]
+    if args.prequeue_seconds > 0:
+        # A placeholder sale start: the run sets the real one when customers
+        # start arriving (bench/sale_run.py), so setup time does not count.
+        now = datetime.now(UTC)
+        cmd += [
+            "--prequeue-opens-at", (now - timedelta(minutes=1)).isoformat(),
+            "--sale-start", (now + timedelta(days=1)).isoformat(),
+            "--sale-end", (now + timedelta(days=2)).isoformat(),
+        ]  # fmt: skip
     cmd += [
         "--window-seconds",
         str(args.window_seconds),

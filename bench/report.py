@@ -180,6 +180,16 @@ def print_results(
             else f"  {label:<23}      not reached"
         )
     print(f"  sale stopped            {result['ended_at']:8.1f}")
+    if "sale start" in marks:
+        opened = marks["sale start"]
+        print(f"\ntimes from the sale start ({opened:.1f} s after the first arrival):")
+        for label in ("95% sold", "sold out"):
+            shown = "100% sold" if label == "sold out" else label
+            print(
+                f"  {shown:<23} {marks[label] - opened:8.1f}"
+                if label in marks
+                else f"  {shown:<23}      not reached"
+            )
     print(
         f"  invariants all held     {settle:8.1f} s after the stop (settled, Redis rebuilt)"
         if settle >= 0
@@ -234,6 +244,11 @@ def print_results(
             for (e, s, c), n in rec.errors.items()
         ],
         "marks": marks,
+        "from_sale_start_seconds": {
+            label: round(marks[label] - marks["sale start"], 1)
+            for label in ("95% sold", "sold out")
+            if "sale start" in marks and label in marks
+        },
         "ended_at": result["ended_at"],
         "settle_seconds": settle,
         "push_latency_ms": _pcts(result["push_latency"]),

@@ -97,6 +97,8 @@ class Monitor:
                     event.set()
             if point["held"] >= self.inventory and "all held" not in self.marks:
                 self.marks["all held"] = point["t"]
+            if point["sold"] >= 0.95 * self.inventory and "95% sold" not in self.marks:
+                self.marks["95% sold"] = point["t"]
             if point["sold"] >= self.inventory and not self.sold_out.is_set():
                 self.marks["sold out"] = point["t"]
                 self.sold_out.set()
@@ -136,6 +138,22 @@ async def progress(
             f"errors {errors:,}",
             flush=True,
         )
+
+
+def arrivals(people: list[Customer], args: argparse.Namespace, rng: random.Random) -> None:
+    """When each customer arrives. With a pre-queue (``--prequeue-seconds`` > 0),
+    as real sales go: ``--prequeue-share`` of them are already there, arriving
+    over the pre-queue before the sale opens (they are shuffled at the open),
+    the rest over the first ``--after-open-seconds`` of the sale. Without one,
+    everyone arrives over ``--join-seconds`` (the customer draws it)."""
+    if args.prequeue_seconds <= 0:
+        return
+    early = round(len(people) * args.prequeue_share)
+    for n, c in enumerate(rng.sample(people, len(people))):
+        if n < early:
+            c.arrive_at = rng.uniform(0, args.prequeue_seconds * 0.9)
+        else:
+            c.arrive_at = args.prequeue_seconds + rng.uniform(0, args.after_open_seconds)
 
 
 def _on_interrupt(loop: asyncio.AbstractEventLoop, interrupted: asyncio.Event) -> None:
@@ -193,6 +211,7 @@ async def run_sale(
                 break
             draw -= share
         people.append(Customer(index=i, id=cid, token=token, ws=i in ws_set, behaviour=behaviour))
+    arrivals(people, args, rng)
     stack_env = stack.env if stack is not None else os.environ
     sandbox_token = stack_env.get("SANDBOX_CONTROL_TOKEN", "")
     cfg = SaleConfig(
@@ -231,6 +250,16 @@ async def run_sale(
         )
         sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec)
         monitor = Monitor(mon_conn, event["event_id"], inventory, rec, stack)
+        if args.prequeue_seconds > 0:
+            # The pre-queue is open; the sale opens this long after the first
+            # arrivals (the event was made with a placeholder sale start).
+            async with mon_conn.cursor() as cur:
+                await cur.execute(
+                    "UPDATE events_event SET sale_start = now() + make_interval(secs => %s) "
+                    "WHERE id = %s",
+                    [args.prequeue_seconds, event["event_id"]],
+                )
+            monitor.marks["sale start"] = rec.now() + args.prequeue_seconds
         phase = ["selling"]
 
         async def query(sql: str, params: Any) -> list[tuple]:

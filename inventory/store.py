@@ -111,11 +111,14 @@ class InventoryStore(RedisStore):
         give_back: bool,
         lock_key: str | None = None,
         lock_token: str = "",
+        also_remove: tuple[str, str] | None = None,
     ) -> None:
         """The reservation's Postgres transaction is over: committed
         (``give_back=False``) or not (the tickets return to the counter).
         With ``lock_key``, also releases that lock if it still holds
-        ``lock_token``, in the same round trip."""
+        ``lock_token``, in the same round trip; with ``also_remove`` (a
+        sorted set of the same event and a member, with ``lock_key``) also
+        removes that member there."""
         keys = [
             *self._keys(reservation.event_id, reservation.tier_id),
             self.committed_key(reservation.event_id, reservation.tier_id),
@@ -131,6 +134,9 @@ class InventoryStore(RedisStore):
         if lock_key is not None:
             keys.append(lock_key)
             args.append(lock_token)
+            if also_remove is not None:
+                keys.append(also_remove[0])
+                args.append(also_remove[1])
         self.scripts["unreserve"](keys=keys, args=args)
 
     @best_effort(None)

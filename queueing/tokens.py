@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from fairqueue.errors import ErrorCode, Forbidden, Unauthenticated
-from fairqueue.tokens import ISSUER, sign, verify
+from fairqueue.tokens import ISSUER, OWN_HEADER, sign, verify
 
 ADMISSION_AUDIENCE = "fairqueue:admission"
 
@@ -47,7 +47,7 @@ def _b64(raw: bytes) -> bytes:
     return base64.urlsafe_b64encode(raw).rstrip(b"=")
 
 
-_HEADER = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+_HEADER = OWN_HEADER
 
 
 def admission_tokens_issue(

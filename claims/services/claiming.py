@@ -22,7 +22,11 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
-from claims.services.tickets import claim_insert, is_one_purchase_violation
+from claims.services.tickets import (
+    claim_insert,
+    claim_insert_admitted,
+    is_one_purchase_violation,
+)
 from events.domain import is_on_sale
 from events.models import Event
 from events.services import event_mark_sold_out
@@ -32,14 +36,14 @@ from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
-from inventory.services import ShortOfTickets, inventory_sync_event
+from inventory.services import inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
 from queueing.services import (
     admission_clock_stop,
-    admission_slot_release,
-    admission_verify,
+    admission_slot,
     queue_entry_complete,
 )
+from queueing.tokens import admission_token_read
 
 logger = logging.getLogger(__name__)
 
@@ -88,17 +92,12 @@ def claim_create(
         sale_end=tier.sale_end,
     ):
         raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
-    try:
-        entry = admission_verify(
-            token=admission_token, event_id=tier.event_id, customer_id=customer_id
-        )
-    except Forbidden as exc:
-        # The admission was used up by this customer's own successful claim.
-        if exc.code == ErrorCode.ADMISSION_EXPIRED and customer_holds_purchase(
-            event_id=tier.event_id, customer_id=customer_id
-        ):
-            raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
-        raise
+    # The token's signature and whose it is; whether the admission is still
+    # good (ADMITTED, window open) is checked by the claim statement itself,
+    # which is the authority anyway: no Redis or Postgres read before it.
+    admission = admission_token_read(
+        token=admission_token, event_id=tier.event_id, customer_id=customer_id
+    )
 
     # One round trip takes the (event, customer) lock and reserves the
     # tickets in Redis; the lock is ours from here until the last Redis write.
@@ -114,7 +113,7 @@ def claim_create(
     )
     if answer is None:
         return _claim_without_redis(
-            tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
+            tier=tier, entry_id=admission.queue_entry_id, customer_id=customer_id, quantity=quantity
         )
     left, reservation = answer
     if left == LOCKED:
@@ -132,7 +131,10 @@ def claim_create(
             if answer is None:  # Redis went away meanwhile: Postgres alone
                 _finish_quietly(store, None, give_back=True, lock=lock)
                 return _claim_without_redis(
-                    tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
+                    tier=tier,
+                    entry_id=admission.queue_entry_id,
+                    customer_id=customer_id,
+                    quantity=quantity,
                 )
             left, reservation = answer
         if left < 0:
@@ -141,7 +143,7 @@ def claim_create(
         fault_point("claim_create.after_reserve")
         claim = _claim_insert(
             tier=tier,
-            entry_id=entry.pk,
+            entry_id=admission.queue_entry_id,
             customer_id=customer_id,
             quantity=quantity,
             reservation_id=reserved.id,
@@ -154,8 +156,15 @@ def claim_create(
     # leaves the reservation for reconciliation, which finds its claim in
     # Postgres and does not count it twice; the lock expires by itself.
     fault_point("claim_create.after_commit")
-    _finish_quietly(store, reserved, give_back=False, lock=lock)
-    admission_slot_release(event_id=tier.event_id, customer_id=customer_id)
+    # One round trip: the reservation finished, the lock and the customer's
+    # admission slot released.
+    store.finish(
+        reserved,
+        give_back=False,
+        lock_key=lock.key,
+        lock_token=lock.token,
+        also_remove=admission_slot(event_id=tier.event_id, customer_id=customer_id),
+    )
     if left < SOLD_OUT_CHECK_BELOW:
         _mark_sold_out_if_none_left(tier.event_id)
     return claim
@@ -257,9 +266,9 @@ def _claim_insert(
     quantity: int,
     reservation_id: str,
 ) -> Claim:
-    """One transaction: the claim row with its ticket rows, then the queue
-    entry COMPLETED. Any refusal rolls both back. ``reservation_id`` names
-    the Redis reservation that fronted the claim ("" when there was none)."""
+    """The claim row with its ticket rows and the queue entry COMPLETED, all
+    or nothing, in one statement (claims/services/tickets.py). ``reservation_id``
+    names the Redis reservation that fronted the claim ("" when there was none)."""
     now = timezone.now()
     claim = Claim(
         id=uuid.uuid4(),
@@ -274,22 +283,42 @@ def _claim_insert(
         expires_at=now + timedelta(seconds=settings.CLAIM_TTL_SECONDS),
         created_at=now,
     )
+    if not TICKET_GUARD:
+        return _claim_insert_unguarded(claim, entry_id=entry_id, reservation_id=reservation_id)
     try:
-        with transaction.atomic():
-            taken = claim_insert(claim, reservation_id=reservation_id, take_tickets=TICKET_GUARD)
-            if TICKET_GUARD and taken < quantity:
-                raise ShortOfTickets
-            if not queue_entry_complete(entry_id=entry_id):
-                raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
+        outcome = claim_insert_admitted(claim, entry_id=entry_id, reservation_id=reservation_id)
     except IntegrityError as exc:
         if is_one_purchase_violation(exc):
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
         raise
-    except ShortOfTickets:
+    if outcome.made(quantity):
+        return claim
+    if outcome.admitted and outcome.picked < quantity:
         # Unheld rows that claims in flight have locked come back if those
         # roll back: "busy, retry" rather than a final "sold out".
         if tier_free_tickets(tier_id=tier.id) >= quantity:
-            raise Busy("Tickets are being claimed right now; retry shortly.") from None
+            raise Busy("Tickets are being claimed right now; retry shortly.")
         _mark_sold_out_if_none_left(tier.event_id)
-        raise Gone("Sold out.", code=ErrorCode.SOLD_OUT) from None
+        raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
+    # Not admitted (any more), or the entry moved under us: used up by this
+    # customer's own claim, or expired.
+    if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
+        raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
+    raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
+
+
+def _claim_insert_unguarded(
+    claim: Claim, *, entry_id: uuid.UUID | str, reservation_id: str
+) -> Claim:
+    """TICKET_GUARD off (the concurrency tests only): the claim without ticket
+    rows, trusting the Redis counter as the seed design did."""
+    try:
+        with transaction.atomic():
+            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            if not queue_entry_complete(entry_id=entry_id):
+                raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
+    except IntegrityError as exc:
+        if is_one_purchase_violation(exc):
+            raise already_claimed(event_id=claim.event_id, customer_id=claim.customer_id) from exc
+        raise
     return claim

@@ -5,10 +5,12 @@
 -- Optionally releases the claimer's lock in the same round trip, only if it
 -- still holds our token.
 -- KEYS[1] counter, KEYS[2] in-flight zset, KEYS[3] recently-committed zset,
--- KEYS[4] (optional) lock
+-- And optionally removes one member of one more sorted set (the claimer's
+-- admission slot, once the claim committed), still in the same round trip.
+-- KEYS[4] (optional) lock, KEYS[5] (optional) sorted set
 -- ARGV[1] qty, ARGV[2] reservation id, ARGV[3] give back ('1' or '0'),
 -- ARGV[4] now (ms), ARGV[5] cut-off (ms) for committed members,
--- ARGV[6] lock token (with KEYS[4])
+-- ARGV[6] lock token (with KEYS[4]), ARGV[7] member (with KEYS[5])
 local member = ARGV[2] .. ':' .. ARGV[1]
 local removed = redis.call('ZREM', KEYS[2], member)
 if removed == 1 then
@@ -23,5 +25,8 @@ if removed == 1 then
 end
 if KEYS[4] and redis.call('GET', KEYS[4]) == ARGV[6] then
   redis.call('DEL', KEYS[4])
+end
+if KEYS[5] then
+  redis.call('ZREM', KEYS[5], ARGV[7])
 end
 return removed

@@ -20,6 +20,7 @@ from queueing.services.admission import (
     admissions_expire,
 )
 from queueing.services.admission_check import (
+    admission_slot,
     admission_slot_release,
     admission_verify,
     queue_entry_complete,
@@ -46,6 +47,7 @@ __all__ = [
     "PositionResult",
     "WsTicket",
     "admission_clock_stop",
+    "admission_slot",
     "admission_slot_release",
     "admission_tick_all",
     "admission_tick_event",

@@ -90,6 +90,13 @@ def queue_entry_complete(*, entry_id: uuid.UUID | str) -> bool:
         return bool(cursor.rowcount == 1)
 
 
+def admission_slot(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> tuple[str, str]:
+    """The Redis sorted set and member of this customer's admission slot: a
+    claim that committed removes it in the round trip that finishes its
+    reservation (the same as ``admission_slot_release``, one call fewer)."""
+    return queue_store().admitted_key(event_id), str(customer_id)
+
+
 def admission_slot_release(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> None:
     """After the claim committed: the customer leaves the admitted set (best
     effort; the reconciliation drops members that are no longer ADMITTED)."""

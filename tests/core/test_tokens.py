@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 
 from customers.tokens import CUSTOMER_AUDIENCE, customer_token_issue
+from fairqueue import tokens
 from fairqueue.tokens import ISSUER, sign
 from queueing.tokens import ADMISSION_AUDIENCE, admission_token_issue
 from tests.support.factories import CustomerFactory
@@ -79,6 +80,18 @@ def other_issuer_token() -> str:
     return jwt.encode(claims(iss="someone-else"), settings.TOKEN_SIGNING_KEY, algorithm="HS256")
 
 
+def future_iat_token() -> str:
+    later = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
+    return jwt.encode(claims(iat=later), settings.TOKEN_SIGNING_KEY, algorithm="HS256")
+
+
+def tampered_token() -> str:
+    """Our header and signature, someone else's claims."""
+    header, _, signature = customer_token().split(".")
+    other = jwt.encode(claims(sub=str(uuid.uuid4())), "x" * 40, algorithm="HS256").split(".")[1]
+    return f"{header}.{other}.{signature}"
+
+
 REFUSED = [
     pytest.param(admission_token, "invalid_token", id="admission-token"),
     pytest.param(
@@ -95,7 +108,21 @@ REFUSED = [
     pytest.param(bad_subject_token, "invalid_token", id="subject-not-uuid"),
     pytest.param(other_issuer_token, "invalid_token", id="other-issuer"),
     pytest.param(lambda: "not.a.jwt", "invalid_token", id="garbage"),
+    pytest.param(future_iat_token, "invalid_token", id="issued-in-the-future"),
+    pytest.param(tampered_token, "invalid_token", id="tampered-claims"),
 ]
+
+
+def test_our_own_tokens_take_the_short_path_and_others_still_verify():
+    """The tokens we mint are checked without PyJWT's general path; a token
+    in another shape (an extra header field here) still goes through PyJWT."""
+    assert tokens._verify_own(customer_token(), audience=CUSTOMER_AUDIENCE, check_expiry=True)
+    assert tokens._verify_own(admission_token(), audience=ADMISSION_AUDIENCE, check_expiry=False)
+    with_kid = jwt.encode(
+        claims(), settings.TOKEN_SIGNING_KEY, algorithm="HS256", headers={"kid": "k1"}
+    )
+    assert tokens._verify_own(with_kid, audience=CUSTOMER_AUDIENCE, check_expiry=True) is None
+    assert tokens.verify(with_kid, audience=CUSTOMER_AUDIENCE)["sub"] == str(CUSTOMER_ID)
 
 
 # --- DRF -------------------------------------------------------------------------
