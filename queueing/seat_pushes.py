@@ -7,14 +7,16 @@ per seat per socket. Instead each process buffers the changes of a tier and
 sends at most one ``seats`` message per tier per ``SEAT_PUSH_INTERVAL_SECONDS``
 (the latest status of each changed seat, in the order they changed):
 
-    {"type": "seats", "tier_id": "...", "version": 42,
+    {"type": "seats", "tier_id": "...", "version": 42, "since": 37,
      "changes": [{"label": "A-12", "status": "held"}, ...]}
 
 on the event's group (everyone with the event's queue socket open), through
 ``queueing.pushes.send_many`` (several tiers due together go out in one
-pipeline). ``version`` is the highest seat-map version the changes carried
-(``None`` when the sender gave none): a page that loaded the map at a later
-version skips the delta. A push is best effort: the page also reloads the map
+pipeline). ``version`` and ``since`` are the highest and lowest seat-map
+versions the changes carried (``None`` when the sender gave none): a page
+whose map is at ``version`` or later skips the delta; one whose map is
+between the two applies it and reads the map again (some changes may be
+older than its map). A push is best effort: the page also reloads the map
 after a conflict and when its socket comes back.
 
 The first change of a quiet tier goes out at once (the flusher thread wakes
@@ -61,7 +63,7 @@ class SeatDeltaBuffer:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._pending: dict[Key, dict[str, str]] = {}
-        self._versions: dict[Key, int | None] = {}
+        self._versions: dict[Key, tuple[int, int] | None] = {}  # (lowest, highest)
         self._last_sent: dict[Key, float] = {}
         self._thread: threading.Thread | None = None
         self.messages_sent = 0
@@ -94,7 +96,11 @@ class SeatDeltaBuffer:
                 pending[label] = status
             if isinstance(version, int):
                 known = self._versions.get(key)
-                self._versions[key] = version if known is None else max(known, version)
+                self._versions[key] = (
+                    (version, version)
+                    if known is None
+                    else (min(known[0], version), max(known[1], version))
+                )
             else:
                 self._versions.setdefault(key, None)
             if start and self._thread is None:
@@ -118,10 +124,12 @@ class SeatDeltaBuffer:
                     wait = due - now if wait is None else min(wait, due - now)
                     continue
                 event_id, tier_id = key
+                versions = self._versions.pop(key, None)
                 message = {
                     "type": SEATS_TYPE,
                     "tier_id": tier_id,
-                    "version": self._versions.pop(key, None),
+                    "version": versions[1] if versions else None,
+                    "since": versions[0] if versions else None,
                     "changes": [{"label": lb, "status": st} for lb, st in changes.items()],
                 }
                 messages.append((event_group(event_id), message))
