@@ -31,6 +31,8 @@ from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
+from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
+from inventory.seats import SeatsTaken, seats_lock, seats_lock_best, seats_not_free, seats_unknown
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
 from inventory.services import ShortOfTickets, inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
@@ -66,15 +68,29 @@ def claim_create(
     customer_id: uuid.UUID | str,
     admission_token: str,
     tier_id: uuid.UUID | str,
-    quantity: int,
+    quantity: int | None = None,
+    seats: list[str] | None = None,
 ) -> Claim:
-    """Claim ``quantity`` tickets of a tier for an admitted customer.
+    """Claim ``quantity`` tickets of a tier for an admitted customer; on a
+    reserved tier, exactly the ``seats`` (labels) chosen, all or nothing, or
+    with ``quantity`` alone the best available seats (``inventory.seating``).
 
-    Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity;
-    409 event_not_on_sale; 401/403 from the admission check; 409
-    already_claimed / claim_in_progress; 410 sold_out; 503 busy (tickets held
-    by claims still in flight, or Redis unavailable)."""
+    Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
+    seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403
+    from the admission check; 409 already_claimed / claim_in_progress /
+    seats_unavailable (details.seats: the chosen seats that are taken); 410
+    sold_out; 503 busy (tickets held by claims still in flight, or Redis
+    unavailable)."""
     tier = _tier_of_event(event_id=event_id, tier_id=tier_id)
+    labels = _chosen_seats(tier, seats)
+    if labels:
+        quantity = len(labels)
+    if quantity is None:
+        raise InvalidInput(
+            "Give a quantity, or the seats you chose.",
+            code=ErrorCode.INVALID_QUANTITY,
+            details={"quantity": None, "max": tier.max_tickets_per_customer},
+        )
     if quantity < 1 or quantity > tier.max_tickets_per_customer:
         raise InvalidInput(
             f"The quantity must be between 1 and {tier.max_tickets_per_customer}.",
@@ -114,7 +130,7 @@ def claim_create(
     )
     if answer is None:
         return _claim_without_redis(
-            tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
+            tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity, seats=labels
         )
     left, reservation = answer
     if left == LOCKED:
@@ -128,11 +144,15 @@ def claim_create(
     reserved: Reservation | None = None
     try:
         if left in (CACHE_MISS, NOT_ENOUGH):
-            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left)
+            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left, seats=labels)
             if answer is None:  # Redis went away meanwhile: Postgres alone
                 _finish_quietly(store, None, give_back=True, lock=lock)
                 return _claim_without_redis(
-                    tier=tier, entry_id=entry.pk, customer_id=customer_id, quantity=quantity
+                    tier=tier,
+                    entry_id=entry.pk,
+                    customer_id=customer_id,
+                    quantity=quantity,
+                    seats=labels,
                 )
             left, reservation = answer
         if left < 0:
@@ -145,6 +165,7 @@ def claim_create(
             customer_id=customer_id,
             quantity=quantity,
             reservation_id=reserved.id,
+            seats=labels,
         )
     except BaseException:
         # Not committed: the reserved tickets go back to the counter.
@@ -161,12 +182,34 @@ def claim_create(
     return claim
 
 
+def _chosen_seats(tier: TierSnapshot, seats: list[str] | None) -> tuple[str, ...]:
+    """The labels a customer chose, checked for shape (not for existence:
+    the claim's transaction tells unknown seats apart when it fails)."""
+    if seats is None:
+        return ()
+    if not tier.reserved:
+        raise InvalidInput(
+            "This tier has no seats to choose; give a quantity.",
+            code=ErrorCode.NOT_RESERVED_SEATING,
+            details={"tier_id": str(tier.id)},
+        )
+    labels = tuple(label.strip() for label in seats)
+    if not labels or len(set(labels)) != len(labels) or not all(labels):
+        raise InvalidInput(
+            "Choose at least one seat, each once.",
+            code=ErrorCode.INVALID_QUANTITY,
+            details={"seats": list(seats), "max": tier.max_tickets_per_customer},
+        )
+    return labels
+
+
 def _claim_without_redis(
     *,
     tier: TierSnapshot,
     entry_id: uuid.UUID | str,
     customer_id: uuid.UUID | str,
     quantity: int,
+    seats: tuple[str, ...] = (),
 ) -> Claim:
     """Redis is unreachable: no counter, no per-customer lock, the Postgres
     transaction decides alone. Two claims of one customer meet at the
@@ -177,7 +220,12 @@ def _claim_without_redis(
     time back, once a tick finds Redis again."""
     admission_clock_stop(event_id=tier.event_id)
     claim = _claim_insert(
-        tier=tier, entry_id=entry_id, customer_id=customer_id, quantity=quantity, reservation_id=""
+        tier=tier,
+        entry_id=entry_id,
+        customer_id=customer_id,
+        quantity=quantity,
+        reservation_id="",
+        seats=seats,
     )
     _mark_sold_out_if_none_left(tier.event_id)
     return claim
@@ -213,7 +261,12 @@ def _tier_of_event(*, event_id: uuid.UUID | str, tier_id: uuid.UUID | str) -> Ti
 
 
 def _reserve_again(
-    store: InventoryStore, *, tier: TierSnapshot, quantity: int, left: int
+    store: InventoryStore,
+    *,
+    tier: TierSnapshot,
+    quantity: int,
+    left: int,
+    seats: tuple[str, ...] = (),
 ) -> tuple[int, Reservation] | None:
     """Redis had no counter (it was wiped) or said "not enough": neither is
     final. Postgres is asked; when it has no free ticket the answer is a
@@ -221,14 +274,16 @@ def _reserve_again(
     the reservation tried once more (the lock is already ours): a second
     "not enough" means the free rows are held by claims in flight, which may
     still roll back, so it is "busy, retry". None: Redis went away."""
-    if left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
+    if left == NOT_ENOUGH and seats:
+        _refuse_taken_seats(tier, seats)
+    elif left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
         _mark_sold_out_if_none_left(tier.event_id)
         raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
     inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
     answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
     if answer is not None and answer[0] == NOT_ENOUGH and left == CACHE_MISS:
         # The rebuilt counter says none: ask Postgres, as for any "not enough".
-        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH)
+        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH, seats=seats)
     return answer
 
 
@@ -256,10 +311,13 @@ def _claim_insert(
     customer_id: uuid.UUID | str,
     quantity: int,
     reservation_id: str,
+    seats: tuple[str, ...] = (),
 ) -> Claim:
     """One transaction: the claim row with its ticket rows, then the queue
     entry COMPLETED. Any refusal rolls both back. ``reservation_id`` names
-    the Redis reservation that fronted the claim ("" when there was none)."""
+    the Redis reservation that fronted the claim ("" when there was none).
+    On a reserved tier the claim takes exactly ``seats``, or without them
+    the best available seats, locked first (``seats_lock_best``)."""
     now = timezone.now()
     claim = Claim(
         id=uuid.uuid4(),
@@ -276,6 +334,14 @@ def _claim_insert(
     )
     try:
         with transaction.atomic():
+            if tier.reserved and TICKET_GUARD:
+                # The seats are locked first (in id order), so a refusal
+                # names exactly the ones that could not be had.
+                claim.seats = (
+                    seats_lock(tier_id=tier.id, labels=seats)
+                    if seats
+                    else seats_lock_best(tier_id=tier.id, quantity=quantity)
+                )
             taken = claim_insert(claim, reservation_id=reservation_id, take_tickets=TICKET_GUARD)
             if TICKET_GUARD and taken < quantity:
                 raise ShortOfTickets
@@ -285,11 +351,40 @@ def _claim_insert(
         if is_one_purchase_violation(exc):
             raise already_claimed(event_id=tier.event_id, customer_id=customer_id) from exc
         raise
-    except ShortOfTickets:
+    except (ShortOfTickets, SeatsTaken) as exc:
+        if seats:
+            _refuse_taken_seats(tier, seats, not_got=getattr(exc, "labels", ()))
         # Unheld rows that claims in flight have locked come back if those
         # roll back: "busy, retry" rather than a final "sold out".
         if tier_free_tickets(tier_id=tier.id) >= quantity:
             raise Busy("Tickets are being claimed right now; retry shortly.") from None
         _mark_sold_out_if_none_left(tier.event_id)
         raise Gone("Sold out.", code=ErrorCode.SOLD_OUT) from None
+    if claim.seats:
+        seats_changed_on_commit(
+            event_id=tier.event_id,
+            tier_id=tier.id,
+            changes=[SeatChange(label, SeatStatus.HELD) for label in claim.seats],
+        )
     return claim
+
+
+def _refuse_taken_seats(
+    tier: TierSnapshot, seats: tuple[str, ...], *, not_got: tuple[str, ...] | list[str] = ()
+) -> None:
+    """The chosen seats could not all be had: 422 seat_not_found for labels
+    that name no seat, else 409 seats_unavailable naming the taken ones
+    (held, sold, blocked, or locked by a claim in flight). Returns only when
+    Postgres shows every seat free (Redis was wrong: try again)."""
+    unknown = seats_unknown(tier_id=tier.id, labels=seats)
+    if unknown:
+        raise InvalidInput(
+            "No such seat in this tier.", code=ErrorCode.SEAT_NOT_FOUND, details={"seats": unknown}
+        )
+    taken = sorted(set(seats_not_free(tier_id=tier.id, labels=seats)) | set(not_got))
+    if taken:
+        raise Conflict(
+            "Some of the chosen seats are taken.",
+            code=ErrorCode.SEATS_UNAVAILABLE,
+            details={"seats": taken},
+        )

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, connection
 
 from claims.models import Claim
+from inventory.seats import PICK_SEATS_SQL
 from inventory.services import PICK_FREE_SQL
 from inventory.services import TABLE as TICKETS
 
@@ -31,6 +32,17 @@ FROM picked, new_claim WHERE t.id = picked.id
 """  # noqa: S608
 
 
+# The same for a reserved tier: exactly the chosen seats, each only if free
+# (all or nothing: fewer rows than seats means the caller rolls back).
+_INSERT_AND_TAKE_SEATS_SQL = f"""
+WITH new_claim AS ({_INSERT_CLAIM_SQL} RETURNING id),
+{PICK_SEATS_SQL}
+UPDATE {TICKETS} AS t SET claim_id = new_claim.id, reservation_id = %s
+FROM picked, new_claim WHERE t.id = picked.id
+RETURNING t.label
+"""  # noqa: S608
+
+
 def _claim_values(claim: Claim) -> list[Any]:
     # Plain attribute values (UUIDs, ints, strings, aware datetimes) that
     # psycopg adapts itself: cheaper than each field's prep on the hot path.
@@ -43,17 +55,24 @@ def claim_insert(claim: Claim, *, reservation_id: str, take_tickets: bool = True
     ``claim.quantity`` free ticket rows of its tier; returns how many it got.
     Must run inside the claim's transaction: fewer than asked for means roll
     back.
-    ``take_tickets=False`` inserts the claim alone (the guard-off tests)."""
+    ``take_tickets=False`` inserts the claim alone (the guard-off tests).
+    A claim with ``seats`` takes exactly those seats of its tier."""
+    taken: int = 0
     with connection.cursor() as cursor:
-        if take_tickets:
+        if take_tickets and claim.seats:
+            cursor.execute(
+                _INSERT_AND_TAKE_SEATS_SQL,
+                [*_claim_values(claim), claim.tier_id, list(claim.seats), reservation_id],
+            )
+            taken = cursor.rowcount
+        elif take_tickets:
             cursor.execute(
                 _INSERT_AND_TAKE_SQL,
                 [*_claim_values(claim), claim.tier_id, claim.quantity, reservation_id],
             )
-            taken: int = cursor.rowcount
+            taken = cursor.rowcount
         else:
             cursor.execute(_INSERT_CLAIM_SQL, _claim_values(claim))
-            taken = 0
     claim._state.adding = False
     claim._state.db = connection.alias
     return taken

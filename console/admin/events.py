@@ -60,7 +60,8 @@ class EventChangeList(ChangeList):
                     filter=Q(tiers__tickets__claim__status=ClaimStatus.CONFIRMED),
                 ),
                 tickets_free_n=Count(
-                    "tiers__tickets", filter=Q(tiers__tickets__claim__isnull=True)
+                    "tiers__tickets",
+                    filter=Q(tiers__tickets__claim__isnull=True, tiers__tickets__blocked=False),
                 ),
             )
         )
