@@ -175,8 +175,9 @@ def on_seats_changed(
     version: int | None = None,
     **kwargs: Any,
 ) -> None:
-    """Receiver of the seat-change signal: buffered once the change has
-    committed (sent outside a transaction it is buffered at once)."""
+    """Receiver of ``inventory.signals.seats_changed`` (sent after commit;
+    inside a transaction it would wait for the commit): buffered, and sent by
+    the flusher thread."""
     changes = list(changes)
     transaction.on_commit(
         lambda: seat_deltas.add(

@@ -81,7 +81,7 @@ def event_tiers(event: Event) -> list[dict]:
             "id": str(tier.id),
             "name": tier.name,
             # general admission, or reserved seating (a seat map to pick from)
-            "kind": getattr(tier, "kind", "general"),
+            "kind": tier.kind,
             "price": tier.price,
             "price_display": money_format(tier.price, event.currency),
             "available": available.get(str(tier.id)),

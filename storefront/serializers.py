@@ -82,6 +82,10 @@ class MeClaimSerializer(serializers.Serializer):
     tier_id = serializers.UUIDField()
     tier_name = serializers.CharField()
     quantity = serializers.IntegerField()
+    seats = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='The seats held ("A-1") on a reserved tier; empty on general admission.',
+    )
     amount = serializers.IntegerField(help_text="Minor units.")
     currency = serializers.CharField()
     expires_at = serializers.DateTimeField()

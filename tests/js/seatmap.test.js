@@ -1,6 +1,6 @@
 import { assert, test } from "./harness.js";
 import {
-  applyDelta, claimButtonText, conflictText, labelList, layout, neighbour, nextZoom, rowLabels,
+  applyDelta, claimButtonText, conflictText, labelList, layout, neighbour, nextZoom, placed, rowLabels,
   seatWords, toggle,
 } from "../../storefront/static/storefront/seats/map.js";
 
@@ -147,4 +147,14 @@ test("a delta that began before the map applies and asks for the map again", () 
   assert.equal(r.reload, true);
   const newer = applyDelta(m, 5, { version: 8, since: 6, changes: [{ label: "A-2", status: "held" }] }, []);
   assert.equal(newer.reload, false);
+});
+
+test("seats without x/y are placed by number and row order", () => {
+  const seats = placed([
+    { label: "A-1", row: "A", number: 1, x: null, y: null },
+    { label: "A-2", row: "A", number: 2 },
+    { label: "B-1", row: "B", number: 1, x: null, y: null },
+    { label: "B-2", row: "B", number: 2, x: 7.5, y: 9 },
+  ]);
+  assert.deepEqual(seats.map((s) => [s.x, s.y]), [[1, 1], [2, 1], [1, 2], [7.5, 9]]);
 });

@@ -330,8 +330,9 @@ async function sendClaim(body, attempt) {
     if (!r.ok && code !== "already_claimed") setNotice(r.error.message);
     return;
   }
-  if (code === "seats_unavailable") {
-    setError(seats.conflict(r.error));
+  if (code === "seats_unavailable") {  // said beside the map, which reloads
+    seats.conflict(r.error);
+    refreshEvent();
     return;
   }
   if (code === "sold_out") {

@@ -13,6 +13,19 @@ export const STATUS_WORDS = {
   blocked: "not for sale",
 };
 
+/* Seats with a place to draw: a seat without x/y (a map imported without
+   them) goes at its number in its row, rows in the order they come. */
+export function placed(seats) {
+  const rowIndex = new Map();
+  return seats.map((s) => {
+    const key = (s.section || "") + "|" + s.row;
+    if (!rowIndex.has(key)) rowIndex.set(key, rowIndex.size + 1);
+    const x = typeof s.x === "number" ? s.x : s.number;
+    const y = typeof s.y === "number" ? s.y : rowIndex.get(key);
+    return Object.assign({}, s, { x, y });
+  });
+}
+
 /* The drawing's frame: a viewBox around every seat with room for the stage
    above, and the seat radius from the tightest spacing between two seats of
    a row (so seats never overlap, whatever units x/y use). */

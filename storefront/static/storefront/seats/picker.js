@@ -5,7 +5,8 @@
    so a finger pans it). The rules are in map.js; this file only draws. */
 import { api } from "../lib/api.js";
 import {
-  applyDelta, conflictText, labelList, layout, neighbour, nextZoom, rowLabels, seatWords, toggle,
+  applyDelta, conflictText, labelList, layout, neighbour, nextZoom, placed, rowLabels, seatWords,
+  toggle,
 } from "./map.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -87,9 +88,10 @@ export class SeatPicker {
     return fresh.length === this.seats.length && fresh.every((s) => this.byLabel.has(s.label));
   }
 
-  draw(seats) {
+  draw(raw) {
     // In units of the seat spacing, whatever units x/y came in: strokes and
     // type (seats.css) are sized in those units.
+    const seats = placed(raw);
     const unit = layout(seats).gap || 1;
     this.seats = seats.map((s) => Object.assign({}, s, { x: s.x / unit, y: s.y / unit }));
     this.byLabel = new Map(this.seats.map((s) => [s.label, s]));
@@ -240,6 +242,8 @@ export class SeatPicker {
     });
     this.setPicks(this.picks.filter((l) => taken.indexOf(l) === -1));
     this.reload();
+    const node = this.nodes.get(this.focused);
+    if (node) node.focus();  // back on the map, where the alert is
     return conflictText(taken);
   }
 }

@@ -46,10 +46,12 @@ export class SeatStep {
 
   onPush(message) { this.picker.applyPush(message); }
 
-  /* 409 seats_unavailable: the text to show (the map is read again). */
+  /* 409 seats_unavailable: said beside the map (an alert), which is read again. */
   conflict(error) {
     const taken = (error && error.details && Array.isArray(error.details.seats)) ? error.details.seats : [];
-    return this.picker.conflict(taken);
+    const text = this.picker.conflict(taken);
+    el("seat-error").textContent = text;
+    return text;
   }
 }
 
