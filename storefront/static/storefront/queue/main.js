@@ -44,7 +44,8 @@ const live = new LiveLink({
   cfg,
   onMessage: onPush,
   onLive: setLive,
-  poll: refresh,
+  // While the socket is down the seat map is read again with each poll (no deltas then).
+  poll: () => { if (state.phase === "admitted") seats.chooseTier(); return refresh(); },
   onOpen: refreshEvent,
   onClose(code) {
     if (code === 4401) { session.clear(); render("signin"); setError("Your sign-in has expired. Sign in again: your place is kept."); }
