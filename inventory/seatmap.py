@@ -82,9 +82,7 @@ def seat_map_store() -> SeatMapStore:
     return _store
 
 
-def seat_map_json(
-    *, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str
-) -> str:
+def seat_map_json(*, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str) -> str:
     """The seat map of a reserved tier as JSON: ``{"tier_id", "version",
     "seats": [...]}``. ``sold_claim_status`` is the claim status that makes
     a held seat sold (the claims app's CONFIRMED)."""
