@@ -107,6 +107,9 @@ class IssuedTicketSerializer(serializers.Serializer):
     event_id = serializers.UUIDField()
     tier_name = serializers.CharField()
     seat = serializers.IntegerField(help_text="1..quantity within the purchase.")
+    seat_label = serializers.CharField(
+        help_text='The seat on a reserved tier ("A-12"); empty on general admission.'
+    )
     holder_email = serializers.EmailField()
     issued_at = serializers.DateTimeField()
     checked_in_at = serializers.DateTimeField(allow_null=True)
