@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -104,6 +105,14 @@ def seat_map_json(*, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_s
 
 
 def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> str:
+    seats = tier_seat_statuses(tier_id=tier_id, sold_claim_status=sold_claim_status)
+    return json.dumps(
+        {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
+    )
+
+
+def tier_seat_statuses(*, tier_id: uuid.UUID, sold_claim_status: str) -> list[dict[str, Any]]:
+    """Postgres truth: every seat of the tier with its status, in map order."""
     rows = (
         Ticket.objects.filter(tier_id=tier_id, label__isnull=False)
         .order_by("id")
@@ -143,9 +152,7 @@ def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> str:
                 "restricted_view": restricted,
             }
         )
-    return json.dumps(
-        {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
-    )
+    return seats
 
 
 def _compact(value: float | None) -> float | int | None:
