@@ -116,5 +116,6 @@ class CheckedInSerializer(serializers.Serializer):
     code = serializers.CharField()
     tier = serializers.CharField()
     seat = serializers.IntegerField()
+    seat_label = serializers.CharField(help_text="The seat on a reserved tier; empty otherwise.")
     holder_email = serializers.EmailField()
     checked_in_at = serializers.DateTimeField()

@@ -126,6 +126,7 @@ class TicketCheckInView(APIView):
             "code": ticket_code_display(ticket.code),
             "tier": ticket.tier.name,
             "seat": ticket.seat,
+            "seat_label": ticket.seat_label,
             "holder_email": ticket.holder_email,
             "checked_in_at": ticket.checked_in_at,
         }

@@ -139,3 +139,87 @@ def _blocks(row: Sequence[Seat], usable: set[str], quantity: int) -> list[list[s
             found.append((abs(middle - centre), block[0].number, [s.label for s in block]))
     found.sort(key=lambda f: (f[0], f[1]))
     return [labels for _, _, labels in found]
+
+
+def row_index(name: str) -> int:
+    """A -> 0, Z -> 25, AA -> 26 (the inverse of ``row_letters``); ValueError
+    for anything but letters."""
+    name = name.strip().upper()
+    if not name or not name.isascii() or not name.isalpha():
+        raise ValueError(f"not a row name: {name!r}")
+    index = 0
+    for char in name:
+        index = index * 26 + (ord(char) - ord("A") + 1)
+    return index - 1
+
+
+def grid_rows(*, first: str, last: str, seats_per_row: int, section: str = "") -> list[Seat]:
+    """Rows ``first``..``last`` (e.g. A..T) of ``seats_per_row`` seats
+    numbered from 1; x = number, y = the row's place (1 nearest the stage)."""
+    start, end = row_index(first), row_index(last)
+    if end < start:
+        raise ValueError(f"row {last} comes before row {first}")
+    return [
+        Seat(
+            label=seat_label(section=section, row=row_letters(r), number=n),
+            section=section,
+            row=row_letters(r),
+            number=n,
+            x=float(n),
+            y=float(r - start + 1),
+        )
+        for r in range(start, end + 1)
+        for n in range(1, seats_per_row + 1)
+    ]
+
+
+CSV_FLAGS = {"accessible", "restricted_view"}
+
+
+def parse_seat_rows(rows: Sequence[Sequence[str]]) -> list[Seat]:
+    """Seats from CSV rows ``section,row,number[,x,y,flags]`` (as the csv
+    module splits them). ``flags``: ``accessible`` and/or
+    ``restricted_view``, separated by ``|`` or spaces. A first row whose
+    number column is not a number is a header. Missing x/y: x = the number,
+    y = the row's place in the file (1 nearest the stage). ValueError naming
+    the line for anything else."""
+    seats: list[Seat] = []
+    row_places: dict[tuple[str, str], int] = {}
+    for line, fields in enumerate(rows, start=1):
+        cells = [c.strip() for c in fields]
+        if not any(cells):
+            continue
+        if line == 1 and len(cells) >= 3 and not cells[2].isdigit():
+            continue  # a header
+        if len(cells) < 3:
+            raise ValueError(f"line {line}: needs section,row,number")
+        section, row = cells[0], cells[1]
+        if not row or len(row) > 16 or len(section) > 32:
+            raise ValueError(f"line {line}: a row (at most 16 characters) is needed")
+        try:
+            number = int(cells[2])
+            x = float(cells[3]) if len(cells) > 3 and cells[3] else None
+            y = float(cells[4]) if len(cells) > 4 and cells[4] else None
+        except ValueError:
+            raise ValueError(f"line {line}: number, x and y must be numbers") from None
+        if number < 1:
+            raise ValueError(f"line {line}: seat numbers start at 1")
+        if any(v is not None and not math.isfinite(v) for v in (x, y)):
+            raise ValueError(f"line {line}: x and y must be finite")
+        flags = set(cells[5].replace("|", " ").split()) if len(cells) > 5 else set()
+        if flags - CSV_FLAGS:
+            raise ValueError(f"line {line}: unknown flags {sorted(flags - CSV_FLAGS)}")
+        place = row_places.setdefault((section, row), len(row_places) + 1)
+        seats.append(
+            Seat(
+                label=seat_label(section=section, row=row, number=number),
+                section=section,
+                row=row,
+                number=number,
+                x=x if x is not None else float(number),
+                y=y if y is not None else float(place),
+                accessible="accessible" in flags,
+                restricted_view="restricted_view" in flags,
+            )
+        )
+    return seats

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -82,9 +83,7 @@ def seat_map_store() -> SeatMapStore:
     return _store
 
 
-def seat_map_json(
-    *, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str
-) -> str:
+def seat_map_json(*, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str) -> str:
     """The seat map of a reserved tier as JSON: ``{"tier_id", "version",
     "seats": [...]}``. ``sold_claim_status`` is the claim status that makes
     a held seat sold (the claims app's CONFIRMED)."""
@@ -106,6 +105,14 @@ def seat_map_json(
 
 
 def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> str:
+    seats = tier_seat_statuses(tier_id=tier_id, sold_claim_status=sold_claim_status)
+    return json.dumps(
+        {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
+    )
+
+
+def tier_seat_statuses(*, tier_id: uuid.UUID, sold_claim_status: str) -> list[dict[str, Any]]:
+    """Postgres truth: every seat of the tier with its status, in map order."""
     rows = (
         Ticket.objects.filter(tier_id=tier_id, label__isnull=False)
         .order_by("id")
@@ -145,9 +152,7 @@ def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> str:
                 "restricted_view": restricted,
             }
         )
-    return json.dumps(
-        {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
-    )
+    return seats
 
 
 def _compact(value: float | None) -> float | int | None:

@@ -5,9 +5,11 @@ Seats are the tier's ticket rows (``inventory.models.Ticket``) with a label,
 so the guard that refuses an oversell of general admission (invariant 1)
 refuses a seat sold twice: a seat is taken by setting ``claim`` on its row,
 only while it is free, under a row lock. Seat rows are always locked in one
-order (by id), so two claims wanting overlapping seats never deadlock; with
-SKIP LOCKED they do not even wait: a seat another claim has locked counts as
-taken."""
+order (by id), so two claims wanting overlapping seats never deadlock. Chosen seats wait
+for a claim in flight that holds one of them (bounded by the lock timeout),
+so the answer names exactly the seats that are taken once it is over; best
+available skips locked seats (``SKIP LOCKED``) and tries its next candidate
+instead of waiting."""
 
 from __future__ import annotations
 
@@ -21,18 +23,14 @@ from inventory.models import Ticket
 from inventory.seating import Seat, best_available
 from inventory.services import TABLE
 
-# The chosen seats of a tier that are free, locked in id order. A CTE
-# fragment named ``picked``, composed by claims with the claim's INSERT (one
-# statement), like ``PICK_FREE_SQL``.
-PICK_SEATS_SQL = f"""
-picked AS MATERIALIZED (
-    SELECT id FROM {TABLE}
-    WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
-    ORDER BY id
-    FOR UPDATE SKIP LOCKED
-)"""  # noqa: S608  (the table name comes from the model, values are parameters)
-
-_LOCK_SEATS_SQL = f"WITH {PICK_SEATS_SQL} SELECT t.label FROM {TABLE} t JOIN picked USING (id)"  # noqa: S608
+# The chosen seats of a tier that are free, locked in id order (the row
+# locks are taken in the order the rows leave the sort). READ COMMITTED
+# re-checks a row it waited for: a seat taken meanwhile drops out.
+_LOCK_SEATS_SQL = f"""
+SELECT label FROM {TABLE}
+WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
+ORDER BY id
+FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, values are parameters)
 
 # How many candidate seat sets best available tries (each a savepoint) before
 # it reads the free seats again, and how many reads before "busy, retry".
@@ -69,12 +67,16 @@ def seats_not_free(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
     return sorted(set(labels) - free)
 
 
-def seats_lock(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
+def seats_lock(
+    *, tier_id: uuid.UUID, labels: Sequence[str], skip_locked: bool = False
+) -> list[str]:
     """Lock exactly these seats if every one is free; raises SeatsTaken (and
-    keeps none locked: the caller's savepoint rolls back) otherwise. Must run
-    inside a transaction."""
+    keeps none locked: a savepoint rolls back) otherwise. Waits for seats
+    locked by claims in flight unless ``skip_locked`` (then they count as
+    taken). Must run inside a transaction (with a lock timeout)."""
+    sql = _LOCK_SEATS_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_LOCK_SEATS_SQL, [tier_id, list(labels)])
+        cursor.execute(sql, [tier_id, list(labels)])
         got = {row[0] for row in cursor.fetchall()}
         if len(got) < len(set(labels)):
             raise SeatsTaken(sorted(set(labels) - got))
@@ -94,7 +96,7 @@ def seats_lock_best(*, tier_id: uuid.UUID, quantity: int) -> list[str]:
         tried = 0
         for candidate in best_available(seats=seats, free=free, quantity=quantity):
             try:
-                return seats_lock(tier_id=tier_id, labels=candidate)
+                return seats_lock(tier_id=tier_id, labels=candidate, skip_locked=True)
             except SeatsTaken:
                 tried += 1
                 if tried >= BEST_TRIES_PER_READ:
@@ -157,9 +159,7 @@ def seats_replace(*, tier_id: uuid.UUID, seats: Sequence[Seat]) -> int:
     return len(seats)
 
 
-def seats_set_blocked(
-    *, tier_id: uuid.UUID, labels: Sequence[str], blocked: bool
-) -> list[str]:
+def seats_set_blocked(*, tier_id: uuid.UUID, labels: Sequence[str], blocked: bool) -> list[str]:
     """Block (or unblock) free seats; returns the labels that changed. A held
     or sold seat is not blocked (its claim keeps it); rows locked by a claim
     in flight are skipped too."""
@@ -178,10 +178,19 @@ def seats_set_blocked(
     return [label for label in changed if label]
 
 
+def seats_assign(
+    *, tier_id: uuid.UUID, claim_id: uuid.UUID, labels: Sequence[str], reservation_id: str = ""
+) -> None:
+    """Seats this transaction has locked (``seats_lock``) go to the claim."""
+    Ticket.objects.filter(tier_id=tier_id, label__in=list(labels)).update(
+        claim_id=claim_id, reservation_id=reservation_id
+    )
+
+
 def seats_take(*, tier_id: uuid.UUID, claim_id: uuid.UUID, labels: Sequence[str]) -> None:
     """Give exactly these seats to an existing claim (a late payment
     re-instating a released claim); SeatsTaken when any is not free. Must run
     inside the claim's transaction."""
     with transaction.atomic():
         seats_lock(tier_id=tier_id, labels=labels)
-        Ticket.objects.filter(tier_id=tier_id, label__in=list(labels)).update(claim_id=claim_id)
+        seats_assign(tier_id=tier_id, claim_id=claim_id, labels=labels)

@@ -10,7 +10,7 @@ class TierSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TicketTier
-        fields = ["id", "name", "price", "inventory", "available"]
+        fields = ["id", "name", "price", "inventory", "available", "kind"]
 
     def get_available(self, tier: TicketTier) -> int | None:
         return self.context.get("available", {}).get(str(tier.id))

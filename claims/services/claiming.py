@@ -22,6 +22,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
+from claims.services.seating import chosen_seats, refuse_taken_seats, take_seats
 from claims.services.tickets import claim_insert, is_one_purchase_violation
 from events.domain import is_on_sale
 from events.models import Event
@@ -32,7 +33,9 @@ from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
 from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
-from inventory.seats import SeatsTaken, seats_lock, seats_lock_best, seats_not_free, seats_unknown
+from inventory.seats import (
+    SeatsTaken,
+)
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
 from inventory.services import ShortOfTickets, inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
@@ -82,7 +85,7 @@ def claim_create(
     sold_out; 503 busy (tickets held by claims still in flight, or Redis
     unavailable)."""
     tier = _tier_of_event(event_id=event_id, tier_id=tier_id)
-    labels = _chosen_seats(tier, seats)
+    labels = chosen_seats(tier, seats)
     if labels:
         quantity = len(labels)
     if quantity is None:
@@ -182,27 +185,6 @@ def claim_create(
     return claim
 
 
-def _chosen_seats(tier: TierSnapshot, seats: list[str] | None) -> tuple[str, ...]:
-    """The labels a customer chose, checked for shape (not for existence:
-    the claim's transaction tells unknown seats apart when it fails)."""
-    if seats is None:
-        return ()
-    if not tier.reserved:
-        raise InvalidInput(
-            "This tier has no seats to choose; give a quantity.",
-            code=ErrorCode.NOT_RESERVED_SEATING,
-            details={"tier_id": str(tier.id)},
-        )
-    labels = tuple(label.strip() for label in seats)
-    if not labels or len(set(labels)) != len(labels) or not all(labels):
-        raise InvalidInput(
-            "Choose at least one seat, each once.",
-            code=ErrorCode.INVALID_QUANTITY,
-            details={"seats": list(seats), "max": tier.max_tickets_per_customer},
-        )
-    return labels
-
-
 def _claim_without_redis(
     *,
     tier: TierSnapshot,
@@ -275,7 +257,7 @@ def _reserve_again(
     "not enough" means the free rows are held by claims in flight, which may
     still roll back, so it is "busy, retry". None: Redis went away."""
     if left == NOT_ENOUGH and seats:
-        _refuse_taken_seats(tier, seats)
+        refuse_taken_seats(tier, seats)
     elif left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
         _mark_sold_out_if_none_left(tier.event_id)
         raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
@@ -334,15 +316,14 @@ def _claim_insert(
     )
     try:
         with transaction.atomic():
+            claim.seats = list(seats)
             if tier.reserved and TICKET_GUARD:
-                # The seats are locked first (in id order), so a refusal
-                # names exactly the ones that could not be had.
-                claim.seats = (
-                    seats_lock(tier_id=tier.id, labels=seats)
-                    if seats
-                    else seats_lock_best(tier_id=tier.id, quantity=quantity)
+                claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+                taken = take_seats(claim, quantity=quantity, reservation_id=reservation_id)
+            else:
+                taken = claim_insert(
+                    claim, reservation_id=reservation_id, take_tickets=TICKET_GUARD
                 )
-            taken = claim_insert(claim, reservation_id=reservation_id, take_tickets=TICKET_GUARD)
             if TICKET_GUARD and taken < quantity:
                 raise ShortOfTickets
             if not queue_entry_complete(entry_id=entry_id):
@@ -353,7 +334,7 @@ def _claim_insert(
         raise
     except (ShortOfTickets, SeatsTaken) as exc:
         if seats:
-            _refuse_taken_seats(tier, seats, not_got=getattr(exc, "labels", ()))
+            refuse_taken_seats(tier, seats, not_got=getattr(exc, "labels", ()))
         # Unheld rows that claims in flight have locked come back if those
         # roll back: "busy, retry" rather than a final "sold out".
         if tier_free_tickets(tier_id=tier.id) >= quantity:
@@ -367,24 +348,3 @@ def _claim_insert(
             changes=[SeatChange(label, SeatStatus.HELD) for label in claim.seats],
         )
     return claim
-
-
-def _refuse_taken_seats(
-    tier: TierSnapshot, seats: tuple[str, ...], *, not_got: tuple[str, ...] | list[str] = ()
-) -> None:
-    """The chosen seats could not all be had: 422 seat_not_found for labels
-    that name no seat, else 409 seats_unavailable naming the taken ones
-    (held, sold, blocked, or locked by a claim in flight). Returns only when
-    Postgres shows every seat free (Redis was wrong: try again)."""
-    unknown = seats_unknown(tier_id=tier.id, labels=seats)
-    if unknown:
-        raise InvalidInput(
-            "No such seat in this tier.", code=ErrorCode.SEAT_NOT_FOUND, details={"seats": unknown}
-        )
-    taken = sorted(set(seats_not_free(tier_id=tier.id, labels=seats)) | set(not_got))
-    if taken:
-        raise Conflict(
-            "Some of the chosen seats are taken.",
-            code=ErrorCode.SEATS_UNAVAILABLE,
-            details={"seats": taken},
-        )

@@ -8,7 +8,6 @@ from typing import Any
 from django.db import IntegrityError, connection
 
 from claims.models import Claim
-from inventory.seats import PICK_SEATS_SQL
 from inventory.services import PICK_FREE_SQL
 from inventory.services import TABLE as TICKETS
 
@@ -32,17 +31,6 @@ FROM picked, new_claim WHERE t.id = picked.id
 """  # noqa: S608
 
 
-# The same for a reserved tier: exactly the chosen seats, each only if free
-# (all or nothing: fewer rows than seats means the caller rolls back).
-_INSERT_AND_TAKE_SEATS_SQL = f"""
-WITH new_claim AS ({_INSERT_CLAIM_SQL} RETURNING id),
-{PICK_SEATS_SQL}
-UPDATE {TICKETS} AS t SET claim_id = new_claim.id, reservation_id = %s
-FROM picked, new_claim WHERE t.id = picked.id
-RETURNING t.label
-"""  # noqa: S608
-
-
 def _claim_values(claim: Claim) -> list[Any]:
     # Plain attribute values (UUIDs, ints, strings, aware datetimes) that
     # psycopg adapts itself: cheaper than each field's prep on the hot path.
@@ -55,17 +43,11 @@ def claim_insert(claim: Claim, *, reservation_id: str, take_tickets: bool = True
     ``claim.quantity`` free ticket rows of its tier; returns how many it got.
     Must run inside the claim's transaction: fewer than asked for means roll
     back.
-    ``take_tickets=False`` inserts the claim alone (the guard-off tests).
-    A claim with ``seats`` takes exactly those seats of its tier."""
+    ``take_tickets=False`` inserts the claim alone (the guard-off tests, and
+    reserved seating, which takes its seats after)."""
     taken: int = 0
     with connection.cursor() as cursor:
-        if take_tickets and claim.seats:
-            cursor.execute(
-                _INSERT_AND_TAKE_SEATS_SQL,
-                [*_claim_values(claim), claim.tier_id, list(claim.seats), reservation_id],
-            )
-            taken = cursor.rowcount
-        elif take_tickets:
+        if take_tickets:
             cursor.execute(
                 _INSERT_AND_TAKE_SQL,
                 [*_claim_values(claim), claim.tier_id, claim.quantity, reservation_id],

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from claims.domain import ReleaseReason
-from claims.models import Claim
-from claims.services import claim_create, claim_release
+from claims.models import Claim, IssuedTicket
+from claims.services import claim_confirm, claim_create, claim_reinstate, claim_release
 from events.models import TierKind
 from fairqueue.errors import AppError
 from inventory.models import Ticket
@@ -161,3 +161,30 @@ def test_released_seats_go_back_on_sale(tier, changes):
     ]
     # The claim remembers its seats.
     assert sorted(Claim.objects.get(pk=claim.pk).seats) == ["C-1", "C-2"]
+
+
+def test_confirmed_seats_are_sold_and_the_tickets_carry_them(tier, changes, client):
+    buyer = admit_directly(tier.event, make_customers(1))[0]
+    claim = claim_seats(tier, buyer, ["B-7", "B-6"])
+    claim_confirm(claim_id=claim.pk)
+    issued = IssuedTicket.objects.filter(claim=claim).order_by("seat")
+    assert sorted(t.seat_label for t in issued) == ["B-6", "B-7"]
+    assert {c["status"] for c in changes[-1]["changes"]} == {"sold"}
+    page = client.get(f"/tickets/{issued[0].code}/")
+    assert page.status_code == 200
+    assert f"<dt>Seat</dt><dd>{issued[0].seat_label}</dd>" in page.content.decode()
+
+
+def test_a_late_payment_reinstates_the_same_seats_or_none(tier):
+    first, second = admit_directly(tier.event, make_customers(2))
+    claim = claim_seats(tier, first, ["A-1", "A-2"])
+    claim_release(claim_id=claim.pk, reason=ReleaseReason.EXPIRED)
+    assert claim_reinstate(claim_id=claim.pk) is True
+    assert held_labels(tier) == ["A-1", "A-2"]
+    assert Claim.objects.get(pk=claim.pk).status == "CONFIRMED"
+    # Released again, and one of its seats sold to someone else meanwhile.
+    claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
+    claim_seats(tier, second, ["A-2"])
+    assert claim_reinstate(claim_id=claim.pk) is False
+    assert held_labels(tier) == ["A-2"]
+    assert Claim.objects.get(pk=claim.pk).status == "RELEASED"
