@@ -15,7 +15,8 @@ This process plays the web workers: it feeds ``--rate`` seat changes a second
 publishes through the real channel layer, or, with ``--interval 0``, publishes
 each change as its own ``seats`` message. A change's label carries the moment
 it was made (``S<n>@<monotonic>``, one clock on one machine), so each client
-measures every message's lag: from its oldest change to its arrival.
+measures every message's lag: from its oldest change (the first) to its
+arrival.
 
 Exit status 1 when a socket missed a change (after --timeout).
 """
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         answers = orch.ask(("seats", changes, time.monotonic() + args.timeout))
         all_in = time.monotonic() - started
         daphne_cpu = daphne_stats(daphne.pid)["cpu_s"] - cpu
-        orch.ask(("finish",))
+        records = orch.ask(("finish",))
 
         frames = sum(a["messages"] for a in answers)
         complete = sum(a["complete"] for a in answers)
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  all in after            {all_in:.1f} s (feeding took {fed:.1f} s)")
         share = daphne_cpu / all_in * 100
         print(f"  daphne CPU              {daphne_cpu:.1f} s ({share:.0f}% of a core until all in)")
+        print(f"  client CPU              {sum(r['cpu_seconds'] for r in records):.1f} s")
+        print(f"  load average            {os.getloadavg()[0]:.1f} (1 min, at the end)")
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         (OUT_DIR / f"seat-push-{opened}-{args.interval:g}-{stamp}.json").write_text(

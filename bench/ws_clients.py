@@ -135,13 +135,13 @@ class Clients:
             changes = message.get("changes") or []
             s.seat_messages += 1
             s.seat_changes += len(changes)
-            stamps = [float(c["label"].rpartition("@")[2]) for c in changes]
-            if stamps:  # a uniform sample of at most LAG_SAMPLE (reservoir)
+            if changes:  # the first is the oldest; a uniform sample (reservoir) of the lags
+                lag = now - float(changes[0]["label"].rpartition("@")[2])
                 self.seat_lag_seen += 1
                 if len(self.seat_lag) < LAG_SAMPLE:
-                    self.seat_lag.append(now - min(stamps))
+                    self.seat_lag.append(lag)
                 elif (k := random.randrange(self.seat_lag_seen)) < LAG_SAMPLE:
-                    self.seat_lag[k] = now - min(stamps)
+                    self.seat_lag[k] = lag
         elif kind == "position" and "status" not in message:  # the per-tick broadcast
             served = message.get("served")
             if served in s.served_at:
