@@ -78,7 +78,8 @@ def feed(args: argparse.Namespace, event_id: uuid.UUID) -> tuple[int, int]:
                 buffer.add(event_id=event_id, tier_id=tier_id, changes=[change])
             else:
                 message = {"type": "seats", "tier_id": tier_id, "version": n, "since": n}
-                send_many([(event_group(event_id), {**message, "changes": [change]})])
+                text = json.dumps({**message, "changes": [change]})  # as the buffer sends
+                send_many([(event_group(event_id), text)])
                 published += 1
             n += 1
         time.sleep(0.002)

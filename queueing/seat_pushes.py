@@ -10,14 +10,15 @@ sends at most one ``seats`` message per tier per ``SEAT_PUSH_INTERVAL_SECONDS``
     {"type": "seats", "tier_id": "...", "version": 42, "since": 37,
      "changes": [{"label": "A-12", "status": "held"}, ...]}
 
-on the event's group (everyone with the event's queue socket open), through
-``queueing.pushes.send_many`` (several tiers due together go out in one
-pipeline). ``version`` and ``since`` are the highest and lowest seat-map
-versions the changes carried (``None`` when the sender gave none): a page
-whose map is at ``version`` or later skips the delta; one whose map is
-between the two applies it and reads the map again (some changes may be
-older than its map). A push is best effort: the page also reloads the map
-after a conflict and when its socket comes back.
+on the event's group (everyone with the event's queue socket open), as JSON
+text encoded once (not per socket), through ``queueing.pushes.send_many``
+(several tiers due together go out in one pipeline). ``version`` and
+``since`` are the highest and lowest seat-map versions the changes carried
+(``None`` when the sender gave none): a page whose map is at ``version`` or
+later skips the delta; one whose map is between the two applies it and reads
+the map again (some changes may be older than its map). A push is best
+effort: the page also reloads the map after a conflict, when its socket comes
+back and with each poll while it is down.
 
 The first change of a quiet tier goes out at once (the flusher thread wakes
 for it); the following ones wait out the interval. The flusher is a daemon
@@ -26,6 +27,7 @@ thread started on first use in each process (after a fork too).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -46,7 +48,7 @@ STATUSES = frozenset({"available", "held", "sold", "blocked"})
 _FORGET_AFTER = 60.0  # seconds without a change before a tier's send time is dropped
 
 Key = tuple[str, str]  # (event_id, tier_id)
-Sender = Callable[[list[tuple[str, dict]]], None]
+Sender = Callable[[list[tuple[str, dict | str]]], None]
 
 
 class SeatDeltaBuffer:
@@ -144,7 +146,9 @@ class SeatDeltaBuffer:
         if not messages:
             return
         try:
-            self._send(messages)
+            # Encoded once here: every socket gets the same text (a batch can
+            # be large; daphne forwards it without encoding it per socket).
+            self._send([(group, json.dumps(m, separators=(",", ":"))) for group, m in messages])
             self.messages_sent += len(messages)
         except Exception:  # best effort: the page reloads the map on a conflict or reconnect
             logger.exception("seat deltas failed (%s messages)", len(messages))

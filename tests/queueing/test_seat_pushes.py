@@ -5,6 +5,7 @@ interval per process), through the real ASGI app and the Redis channel layer."""
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 import uuid
@@ -25,9 +26,12 @@ class Capture:
         self.messages: list[tuple[str, dict, float]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, messages: list[tuple[str, dict]]) -> None:
-        with self.lock:
-            self.messages.extend((g, m, time.monotonic()) for g, m in messages)
+    def __call__(self, messages: list[tuple[str, dict | str]]) -> None:
+        with self.lock:  # seat deltas go out as JSON text, encoded once
+            self.messages.extend(
+                (g, json.loads(m) if isinstance(m, str) else m, time.monotonic())
+                for g, m in messages
+            )
 
 
 def test_changes_of_a_tier_are_merged_into_one_message_with_the_last_status():
