@@ -12,6 +12,7 @@ receive through both paths.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -48,7 +49,7 @@ def _envelope(message: dict | str) -> dict:
 
 
 @best_effort(None)
-def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict | str]]) -> None:
+def _publish(layer: Any, prefix: str, messages: Sequence[tuple[str, dict | str]]) -> None:
     # channels_redis names a group's pub/sub channel "<prefix>__group__<group>".
     for start in range(0, len(messages), PIPELINE_CHUNK):
         pipe = get_redis().pipeline(transaction=False)
@@ -57,7 +58,7 @@ def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict | str]]) ->
         pipe.execute()
 
 
-def send_many(messages: list[tuple[str, dict | str]]) -> None:
+def send_many(messages: Sequence[tuple[str, dict | str]]) -> None:
     """Best effort (clients also poll their position): a Redis failure is
     counted and logged at most once a minute, like any Redis failure."""
     if not messages:
@@ -75,7 +76,7 @@ def send_many(messages: list[tuple[str, dict | str]]) -> None:
 
 
 @best_effort(None)
-def _group_send_all(layer: Any, messages: list[tuple[str, dict | str]]) -> None:
+def _group_send_all(layer: Any, messages: Sequence[tuple[str, dict | str]]) -> None:
     """Through the channel layer (Redis too: a failure is counted and logged
     once a minute, the Redis-failure rule)."""
 
