@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import random
 import resource
 import signal
 import time
@@ -18,6 +19,8 @@ from typing import Any
 import aiohttp
 
 from bench._common import jwt_claims, ws_ticket
+
+LAG_SAMPLE = 50_000  # seat-message lags kept per client process
 
 
 def raise_nofile() -> int:
@@ -34,7 +37,7 @@ def raise_nofile() -> int:
 
 class Socket:
     __slots__ = ("admitted_at", "closed_at", "customer", "first_at", "handshake", "started")
-    __slots__ += ("served_at", "token", "ws")
+    __slots__ += ("seat_changes", "seat_messages", "served_at", "token", "ws")
 
     def __init__(self, customer: str, token: str) -> None:
         self.customer, self.token = customer, token
@@ -43,6 +46,7 @@ class Socket:
         self.admitted_at: float | None = None
         self.closed_at: float | None = None
         self.served_at: dict[int, float] = {}
+        self.seat_messages = self.seat_changes = 0
 
 
 class Clients:
@@ -56,6 +60,8 @@ class Clients:
         self.served_count: Counter = Counter()  # served value -> broadcasts received
         self.admitted_total = self.first_total = self.opened = 0
         self.closing = False
+        self.seat_lag: list[float] = []  # per ``seats`` message: its oldest change's age
+        self.seat_lag_seen = 0
 
     async def run(self) -> None:
         connector = aiohttp.TCPConnector(limit=0)
@@ -72,6 +78,8 @@ class Clients:
                 command, *args = await asyncio.to_thread(self.conn.recv)
                 if command == "tick":
                     self.conn.send(("tick", await self._await_tick(*args)))
+                elif command == "seats":
+                    self.conn.send(("seats", await self._await_seats(*args)))
                 elif command == "finish":
                     self.conn.send(("records", self._records()))
                     self.closing = True
@@ -123,6 +131,17 @@ class Clients:
                 return
             s.admitted_at = now
             self.admitted_total += 1
+        elif kind == "seats":  # bench/seat_push_bench.py: labels are "S<n>@<monotonic>"
+            changes = message.get("changes") or []
+            s.seat_messages += 1
+            s.seat_changes += len(changes)
+            if changes:  # the first is the oldest; a uniform sample (reservoir) of the lags
+                lag = now - float(changes[0]["label"].rpartition("@")[2])
+                self.seat_lag_seen += 1
+                if len(self.seat_lag) < LAG_SAMPLE:
+                    self.seat_lag.append(lag)
+                elif (k := random.randrange(self.seat_lag_seen)) < LAG_SAMPLE:
+                    self.seat_lag[k] = lag
         elif kind == "position" and "status" not in message:  # the per-tick broadcast
             served = message.get("served")
             if served in s.served_at:
@@ -154,6 +173,21 @@ class Clients:
                 break
             await asyncio.sleep(0.01)
         return {"broadcasts": self.served_count[served], "admitted": self.admitted_total}
+
+    async def _await_seats(self, changes: int, deadline: float) -> dict:
+        """Until every open socket has heard ``changes`` seat changes, or the deadline."""
+        opened = [s for s in self.sockets if s.ws is not None]
+        while time.monotonic() < deadline:
+            if all(s.seat_changes >= changes for s in opened):
+                break
+            await asyncio.sleep(0.05)
+        return {
+            "sockets": len(opened),
+            "complete": sum(1 for s in opened if s.seat_changes >= changes),
+            "messages": sum(s.seat_messages for s in opened),
+            "changes": sum(s.seat_changes for s in opened),
+            "lag": self.seat_lag,
+        }
 
     def _records(self) -> dict[str, Any]:
         return {

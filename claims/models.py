@@ -1,5 +1,6 @@
 import uuid
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from claims.domain import (
@@ -22,6 +23,10 @@ class Claim(models.Model):
         "queueing.QueueEntry", null=True, blank=True, on_delete=models.SET_NULL
     )
     quantity = models.PositiveSmallIntegerField()
+    # On a reserved tier: the labels of the claim's seats (as many as
+    # ``quantity``), kept after a release so a late payment re-instates the
+    # same seats. Empty on general admission.
+    seats = ArrayField(models.CharField(max_length=48), default=list, blank=True)
     amount = models.PositiveBigIntegerField(help_text="Total in minor units.")
     currency = models.CharField(max_length=3)
     status = models.CharField(
@@ -87,6 +92,8 @@ class IssuedTicket(models.Model):
     )
     holder_email = models.EmailField()
     seat = models.PositiveSmallIntegerField(help_text="1..quantity within its claim.")
+    # The seat's label on a reserved tier ("A-12"); empty on general admission.
+    seat_label = models.CharField(max_length=48, blank=True, default="")
     status = models.CharField(
         max_length=8, choices=ISSUED_TICKET_STATUS_CHOICES, default=IssuedTicketStatus.VALID
     )

@@ -10,7 +10,7 @@ from django.db.models import Count, Q, Sum
 
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
-from events.models import TicketTier
+from events.models import TicketTier, TierKind
 from fairqueue.errors import Conflict, ErrorCode, NotFound
 from fairqueue.snapshots import SnapshotCache
 from queueing.services import JoinBar
@@ -78,6 +78,11 @@ class TierSnapshot:
     sale_start: datetime
     sale_end: datetime
     max_tickets_per_customer: int
+    kind: str = TierKind.GENERAL
+
+    @property
+    def reserved(self) -> bool:
+        return self.kind == TierKind.RESERVED
 
 
 def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
@@ -92,6 +97,7 @@ def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
             "event__sale_start",
             "event__sale_end",
             "event__max_tickets_per_customer",
+            "kind",
         )
         .first()
     )
@@ -140,7 +146,7 @@ def tier_ticket_counts(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, TierTick
         .annotate(
             sold=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CONFIRMED)),
             claimed=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CLAIMED)),
-            free=Count("tickets", filter=Q(tickets__claim__isnull=True)),
+            free=Count("tickets", filter=Q(tickets__claim__isnull=True, tickets__blocked=False)),
         )
         .values_list("id", "sold", "claimed", "free")
     )

@@ -12,7 +12,26 @@ class ClaimCreateSerializer(StrictSerializer):
     admission_token = serializers.CharField(max_length=4096, trim_whitespace=True)
     tier_id = serializers.UUIDField()
     # Range checked by the service against the event's max_tickets_per_customer.
-    quantity = serializers.IntegerField()
+    quantity = serializers.IntegerField(
+        required=False,
+        help_text="How many tickets. On a reserved tier without seats: the best available.",
+    )
+    seats = serializers.ListField(
+        child=serializers.CharField(max_length=48),
+        required=False,
+        max_length=100,
+        help_text='A reserved tier\'s seats by label (["A-1", "A-2"]), instead of quantity: '
+        "all or nothing.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "quantity" not in attrs and "seats" not in attrs:
+            raise serializers.ValidationError({"quantity": "Give a quantity or seats."})
+        if "quantity" in attrs and "seats" in attrs and attrs["quantity"] != len(attrs["seats"]):
+            raise serializers.ValidationError(
+                {"quantity": "Give seats or a quantity; with both, they must agree."}
+            )
+        return attrs
 
 
 _DATETIME = serializers.DateTimeField()
@@ -26,6 +45,7 @@ def claim_created_payload(claim: Claim) -> dict[str, Any]:
         "status": claim.status,
         "tier_id": str(claim.tier_id),
         "quantity": claim.quantity,
+        "seats": list(claim.seats),
         "amount": claim.amount,
         "currency": claim.currency,
         "expires_at": _DATETIME.to_representation(claim.expires_at),
@@ -35,10 +55,24 @@ def claim_created_payload(claim: Claim) -> dict[str, Any]:
 class ClaimSerializer(serializers.ModelSerializer):
     claim_id = serializers.UUIDField(source="id", read_only=True)
     tier_id = serializers.UUIDField(read_only=True)
+    seats = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="The seats' labels on a reserved tier; empty on general admission.",
+    )
 
     class Meta:
         model = Claim
-        fields = ["claim_id", "status", "tier_id", "quantity", "amount", "currency", "expires_at"]
+        fields = [
+            "claim_id",
+            "status",
+            "tier_id",
+            "quantity",
+            "seats",
+            "amount",
+            "currency",
+            "expires_at",
+        ]
         read_only_fields = fields
 
 
@@ -82,5 +116,6 @@ class CheckedInSerializer(serializers.Serializer):
     code = serializers.CharField()
     tier = serializers.CharField()
     seat = serializers.IntegerField()
+    seat_label = serializers.CharField(help_text="The seat on a reserved tier; empty otherwise.")
     holder_email = serializers.EmailField()
     checked_in_at = serializers.DateTimeField()

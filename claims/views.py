@@ -39,12 +39,14 @@ class EventClaimCreateView(APIView):
             404: error("event_not_found"),
             409: error(
                 "event_not_on_sale, already_claimed (details.claim_id names the claim that "
-                "holds the tickets), claim_in_progress; or "
+                "holds the tickets), claim_in_progress, seats_unavailable (details.seats: "
+                "the chosen seats that are taken; nothing is held); or "
                 "idempotency_in_progress (see the Retry-After header)."
             ),
             410: error("sold_out"),
             422: error(
-                "validation_error, invalid_quantity, tier_not_found, "
+                "validation_error, invalid_quantity, tier_not_found, seat_not_found "
+                "(details.seats), not_reserved_seating (seats on a general tier), "
                 "invalid_idempotency_key or idempotency_mismatch."
             ),
             503: error("busy: tickets are briefly unavailable; retry after Retry-After."),
@@ -59,7 +61,8 @@ class EventClaimCreateView(APIView):
             customer_id=customer_of(request).id,
             admission_token=data["admission_token"],
             tier_id=data["tier_id"],
-            quantity=data["quantity"],
+            quantity=data.get("quantity"),
+            seats=data.get("seats"),
         )
         return Response(claim_created_payload(claim), status=status.HTTP_201_CREATED)
 
@@ -123,6 +126,7 @@ class TicketCheckInView(APIView):
             "code": ticket_code_display(ticket.code),
             "tier": ticket.tier.name,
             "seat": ticket.seat,
+            "seat_label": ticket.seat_label,
             "holder_email": ticket.holder_email,
             "checked_in_at": ticket.checked_in_at,
         }

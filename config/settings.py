@@ -272,6 +272,9 @@ CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
 # staleness only delays a status change by that second.
 QUEUE_EVENT_CACHE_SECONDS = env.float("QUEUE_EVENT_CACHE_SECONDS", default=1.0)
 CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
+# Live seat-map deltas: at most one message per reserved tier per this many
+# seconds per process, whatever the number of seats that changed.
+SEAT_PUSH_INTERVAL_SECONDS = env.float("SEAT_PUSH_INTERVAL_SECONDS", default=0.3)
 # The cheap queue reconciliation compares set sizes; a full member-by-member
 # pass runs this often (a lost member plus a stale one leave sizes equal).
 QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)

@@ -62,6 +62,14 @@ class Event(models.Model):
         return self.name
 
 
+class TierKind(models.TextChoices):
+    """General admission sells N interchangeable tickets; a reserved tier's
+    tickets are seats with a label (``inventory.models.Ticket``)."""
+
+    GENERAL = "general", "General admission"
+    RESERVED = "reserved", "Reserved seating"
+
+
 class TicketTier(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tiers")
@@ -69,6 +77,7 @@ class TicketTier(models.Model):
     price = models.PositiveBigIntegerField(help_text="In minor units (kobo for NGN).")
     inventory = models.PositiveIntegerField()
     sort_order = models.PositiveSmallIntegerField(default=0)
+    kind = models.CharField(max_length=16, choices=TierKind.choices, default=TierKind.GENERAL)
 
     class Meta:
         ordering = ["sort_order", "price"]

@@ -21,6 +21,18 @@ class Ticket(models.Model):
         "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="tickets"
     )
     reservation_id = models.CharField(max_length=32, blank=True, default="")
+    # A seat of a reserved tier (all null/false on a general admission tier).
+    # ``blocked`` seats (house seats, broken seats) are never free: the guard
+    # and every free count leave them out.
+    section = models.CharField(max_length=32, null=True, blank=True)
+    row = models.CharField(max_length=16, null=True, blank=True)
+    number = models.PositiveIntegerField(null=True, blank=True)
+    label = models.CharField(max_length=48, null=True, blank=True)
+    x = models.FloatField(null=True, blank=True)
+    y = models.FloatField(null=True, blank=True)
+    accessible = models.BooleanField(default=False)
+    restricted_view = models.BooleanField(default=False)
+    blocked = models.BooleanField(default=False)
 
     class Meta:
         # The table this model had when it lived in the events app.
@@ -35,6 +47,15 @@ class Ticket(models.Model):
                 name="ticket_reservation",
             ),
         ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tier", "label"],
+                condition=models.Q(label__isnull=False),
+                name="ticket_seat_label_unique",
+            ),
+        ]
 
     def __str__(self) -> str:
+        if self.label:
+            return f"seat {self.label} of {self.tier_id}"
         return f"ticket {self.pk} of {self.tier_id}"

@@ -1,5 +1,5 @@
 """Reads of ticket inventory: Postgres truth (invariant 3: a tier's ticket
-rows not held by a CLAIMED or CONFIRMED claim), and the approximate numbers
+rows not held by a CLAIMED or CONFIRMED claim, blocked seats left out), and the approximate numbers
 customers see."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def free_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
     rows = (
         Ticket.objects.filter(tier__event_id=event_id)
         .values_list("tier_id")
-        .annotate(free=Count("id", filter=Q(claim__isnull=True)))
+        .annotate(free=Count("id", filter=Q(claim__isnull=True, blocked=False)))
         .order_by()
     )
     return dict(rows)
@@ -30,7 +30,7 @@ def free_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
 def tier_free_tickets(*, tier_id: uuid.UUID) -> int:
     """Unheld ticket rows of a tier, including rows an in-flight claim has
     locked but not committed yet."""
-    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True).count()
+    return Ticket.objects.filter(tier_id=tier_id, claim__isnull=True, blocked=False).count()
 
 
 def tier_held_tickets(*, tier_id: uuid.UUID) -> int:
@@ -40,11 +40,13 @@ def tier_held_tickets(*, tier_id: uuid.UUID) -> int:
 
 def event_has_free_ticket(*, event_id: uuid.UUID | str) -> bool:
     """Postgres truth: any tier of the event still has an unheld ticket."""
-    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).exists()
+    return Ticket.objects.filter(
+        tier__event_id=event_id, claim__isnull=True, blocked=False
+    ).exists()
 
 
 def event_free_tickets(*, event_id: uuid.UUID | str) -> int:
-    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True).count()
+    return Ticket.objects.filter(tier__event_id=event_id, claim__isnull=True, blocked=False).count()
 
 
 def available_tickets(*, event_id: uuid.UUID | str, tier_ids: list[object]) -> dict[str, int]:

@@ -29,7 +29,7 @@ TABLE = Ticket._meta.db_table
 PICK_FREE_SQL = f"""
 picked AS MATERIALIZED (
     SELECT id FROM {TABLE}
-    WHERE tier_id = %s AND claim_id IS NULL
+    WHERE tier_id = %s AND claim_id IS NULL AND NOT blocked
     LIMIT %s
     FOR UPDATE {{skip}}
 )"""  # noqa: S608  (the table name comes from the model, values are parameters)
@@ -65,6 +65,7 @@ class Freed:
 
     quantity: int
     reservations: tuple[str, ...] = ()
+    seats: tuple[str, ...] = ()  # the labels, on a reserved tier
 
 
 def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, Freed]:
@@ -73,17 +74,21 @@ def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, Freed]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {TABLE} SET claim_id = NULL WHERE claim_id = ANY(%s) "  # noqa: S608
-            "RETURNING tier_id, reservation_id",
+            "RETURNING tier_id, reservation_id, label",
             [list(claim_ids)],
         )
         counts: dict[uuid.UUID, dict[str, int]] = {}
-        for tier_id, reservation_id in cursor.fetchall():
+        labels: dict[uuid.UUID, list[str]] = {}
+        for tier_id, reservation_id, label in cursor.fetchall():
             per_reservation = counts.setdefault(tier_id, {})
             per_reservation[reservation_id] = per_reservation.get(reservation_id, 0) + 1
+            if label:
+                labels.setdefault(tier_id, []).append(label)
     return {
         tier_id: Freed(
             quantity=sum(per_reservation.values()),
             reservations=tuple(f"{r}:{n}" for r, n in per_reservation.items() if r),
+            seats=tuple(sorted(labels.get(tier_id, ()))),
         )
         for tier_id, per_reservation in counts.items()
     }

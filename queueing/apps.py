@@ -10,3 +10,9 @@ class QueueingConfig(AppConfig):
         from queueing.services.close import on_sale_ended
 
         sale_ended.connect(on_sale_ended, dispatch_uid="queueing.close_on_sale_ended")
+
+        from inventory.signals import seats_changed
+        from queueing.seat_pushes import on_seats_changed
+
+        # Seat changes go out on the event's socket, batched per tier.
+        seats_changed.connect(on_seats_changed, dispatch_uid="queueing.seat_deltas")

@@ -134,7 +134,10 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
 
     async def queue_push(self, event: dict[str, Any]) -> None:
         try:
-            await self.send_json(event["message"])
+            if "text" in event:  # encoded once by the sender (queueing.pushes)
+                await self.send(text_data=event["text"])
+            else:
+                await self.send_json(event["message"])
         except Disconnected:
             # The client left while the push was on its way (daphne raises;
             # thousands of times per sale as buyers close the page). The

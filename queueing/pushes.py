@@ -12,6 +12,7 @@ receive through both paths.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -38,12 +39,17 @@ def _pubsub_prefix(layer: Any) -> str | None:
     return kwargs.get("prefix", "asgi")
 
 
-def _envelope(message: dict) -> dict:
+def _envelope(message: dict | str) -> dict:
+    """A message for the sockets: a dict (each socket encodes it), or a JSON
+    text encoded once here (a large message to many sockets: daphne then
+    forwards it as it is, QueueConsumer.queue_push)."""
+    if isinstance(message, str):
+        return {"type": PUSH_TYPE, "text": message}
     return {"type": PUSH_TYPE, "message": message}
 
 
 @best_effort(None)
-def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict]]) -> None:
+def _publish(layer: Any, prefix: str, messages: Sequence[tuple[str, dict | str]]) -> None:
     # channels_redis names a group's pub/sub channel "<prefix>__group__<group>".
     for start in range(0, len(messages), PIPELINE_CHUNK):
         pipe = get_redis().pipeline(transaction=False)
@@ -52,7 +58,7 @@ def _publish(layer: Any, prefix: str, messages: list[tuple[str, dict]]) -> None:
         pipe.execute()
 
 
-def send_many(messages: list[tuple[str, dict]]) -> None:
+def send_many(messages: Sequence[tuple[str, dict | str]]) -> None:
     """Best effort (clients also poll their position): a Redis failure is
     counted and logged at most once a minute, like any Redis failure."""
     if not messages:
@@ -70,7 +76,7 @@ def send_many(messages: list[tuple[str, dict]]) -> None:
 
 
 @best_effort(None)
-def _group_send_all(layer: Any, messages: list[tuple[str, dict]]) -> None:
+def _group_send_all(layer: Any, messages: Sequence[tuple[str, dict | str]]) -> None:
     """Through the channel layer (Redis too: a failure is counted and logged
     once a minute, the Redis-failure rule)."""
 

@@ -38,6 +38,7 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
             {
                 "code": ticket_code_display(t.code),
                 "seat": t.seat,
+                "seat_label": t.seat_label,
                 "cid": f"qr-{t.code}",
                 "url": public_url(f"/tickets/{t.code}/"),
             }

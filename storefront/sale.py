@@ -80,6 +80,8 @@ def event_tiers(event: Event) -> list[dict]:
         {
             "id": str(tier.id),
             "name": tier.name,
+            # general admission, or reserved seating (a seat map to pick from)
+            "kind": tier.kind,
             "price": tier.price,
             "price_display": money_format(tier.price, event.currency),
             "available": available.get(str(tier.id)),

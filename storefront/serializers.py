@@ -10,7 +10,7 @@ class TierSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TicketTier
-        fields = ["id", "name", "price", "inventory", "available"]
+        fields = ["id", "name", "price", "inventory", "available", "kind"]
 
     def get_available(self, tier: TicketTier) -> int | None:
         return self.context.get("available", {}).get(str(tier.id))
@@ -82,6 +82,10 @@ class MeClaimSerializer(serializers.Serializer):
     tier_id = serializers.UUIDField()
     tier_name = serializers.CharField()
     quantity = serializers.IntegerField()
+    seats = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='The seats held ("A-1") on a reserved tier; empty on general admission.',
+    )
     amount = serializers.IntegerField(help_text="Minor units.")
     currency = serializers.CharField()
     expires_at = serializers.DateTimeField()
@@ -107,6 +111,9 @@ class IssuedTicketSerializer(serializers.Serializer):
     event_id = serializers.UUIDField()
     tier_name = serializers.CharField()
     seat = serializers.IntegerField(help_text="1..quantity within the purchase.")
+    seat_label = serializers.CharField(
+        help_text='The seat on a reserved tier ("A-12"); empty on general admission.'
+    )
     holder_email = serializers.EmailField()
     issued_at = serializers.DateTimeField()
     checked_in_at = serializers.DateTimeField(allow_null=True)

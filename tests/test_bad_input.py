@@ -477,7 +477,9 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         if "{" not in template or template.endswith("/check-in/"):
             continue  # check-in: an organizer session, tested in tests/claims/test_check_in.py
         before = snapshot()
-        path = template.format(event_id=unknown, claim_id=unknown, payment_id=unknown)
+        path = template.format(
+            event_id=unknown, claim_id=unknown, payment_id=unknown, tier_id=unknown
+        )
         body = {}  # a valid one, so only the id is wrong
         if template.endswith("/claims/"):
             body = {
@@ -490,4 +492,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 11
+    assert probed == 12

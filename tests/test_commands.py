@@ -150,3 +150,25 @@ def test_mint_customer_tokens_needs_a_positive_count(tmp_path):
         )
     assert Customer.objects.count() == 0
     assert get_user_model().objects.count() == 0
+
+
+def test_create_event_with_a_reserved_tier_generates_its_seats():
+    result = create_event(
+        "--name", "Theatre", "--tier", "Standing:100:5", "--reserved-tier", "Stalls:900:3:4"
+    )
+    stalls = next(t for t in result["tiers"] if t["name"] == "Stalls")
+    assert (stalls["kind"], stalls["inventory"], stalls["price"]) == ("reserved", 12, 900)
+    seats = Ticket.objects.filter(tier_id=uuid.UUID(stalls["id"])).order_by("id")
+    assert [s.label for s in seats] == [f"{r}-{n}" for r in "ABC" for n in range(1, 5)]
+    assert (seats[5].row, seats[5].number, seats[5].x, seats[5].y) == ("B", 2, 2.0, 2.0)
+    standing = next(t for t in result["tiers"] if t["name"] == "Standing")
+    assert standing["kind"] == "general"
+    assert not Ticket.objects.filter(tier_id=uuid.UUID(standing["id"]), label__isnull=False)
+
+
+@pytest.mark.parametrize("spec", ["Stalls:900:3", "Stalls:900:0:4", "Stalls:900:3:x", ":9:1:1"])
+def test_create_event_with_an_invalid_reserved_tier_creates_nothing(spec):
+    with pytest.raises(CommandError):
+        create_event("--name", "Bad", "--reserved-tier", spec, "--organizer", "o@example.com")
+    assert Event.objects.count() == 0
+    assert Ticket.objects.count() == 0

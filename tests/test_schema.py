@@ -32,6 +32,7 @@ DOCUMENTED_ERRORS = {
     ("post", "/api/v1/auth/logout/"): BODY | {401},
     ("get", "/api/v1/events/"): {401},
     ("get", "/api/v1/events/{event_id}/"): {401, 404},
+    ("get", "/api/v1/events/{event_id}/tiers/{tier_id}/seats/"): {401, 404},
     ("post", "/api/v1/events/{event_id}/queue/"): {401, 403, 404, 409, 503},
     ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 503},
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},

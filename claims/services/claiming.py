@@ -14,6 +14,7 @@ import secrets
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import NoReturn
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,6 +23,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
+from claims.services.seating import chosen_seats, refuse_taken_seats, take_seats
 from claims.services.tickets import (
     claim_insert,
     claim_insert_admitted,
@@ -35,8 +37,10 @@ from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
+from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
+from inventory.seats import SeatsTaken
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
-from inventory.services import inventory_sync_event
+from inventory.services import ShortOfTickets, inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
 from queueing.services import (
     admission_clock_stop,
@@ -70,15 +74,29 @@ def claim_create(
     customer_id: uuid.UUID | str,
     admission_token: str,
     tier_id: uuid.UUID | str,
-    quantity: int,
+    quantity: int | None = None,
+    seats: list[str] | None = None,
 ) -> Claim:
-    """Claim ``quantity`` tickets of a tier for an admitted customer.
+    """Claim ``quantity`` tickets of a tier for an admitted customer; on a
+    reserved tier, exactly the ``seats`` (labels) chosen, all or nothing, or
+    with ``quantity`` alone the best available seats (``inventory.seating``).
 
-    Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity;
-    409 event_not_on_sale; 401/403 from the admission check; 409
-    already_claimed / claim_in_progress; 410 sold_out; 503 busy (tickets held
-    by claims still in flight, or Redis unavailable)."""
+    Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
+    seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403
+    from the admission check; 409 already_claimed / claim_in_progress /
+    seats_unavailable (details.seats: the chosen seats that are taken); 410
+    sold_out; 503 busy (tickets held by claims still in flight, or Redis
+    unavailable)."""
     tier = _tier_of_event(event_id=event_id, tier_id=tier_id)
+    labels = chosen_seats(tier, seats)
+    if labels:
+        quantity = len(labels)
+    if quantity is None:
+        raise InvalidInput(
+            "Give a quantity, or the seats you chose.",
+            code=ErrorCode.INVALID_QUANTITY,
+            details={"quantity": None, "max": tier.max_tickets_per_customer},
+        )
     if quantity < 1 or quantity > tier.max_tickets_per_customer:
         raise InvalidInput(
             f"The quantity must be between 1 and {tier.max_tickets_per_customer}.",
@@ -113,7 +131,11 @@ def claim_create(
     )
     if answer is None:
         return _claim_without_redis(
-            tier=tier, entry_id=admission.queue_entry_id, customer_id=customer_id, quantity=quantity
+            tier=tier,
+            entry_id=admission.queue_entry_id,
+            customer_id=customer_id,
+            quantity=quantity,
+            seats=labels,
         )
     left, reservation = answer
     if left == LOCKED:
@@ -127,7 +149,7 @@ def claim_create(
     reserved: Reservation | None = None
     try:
         if left in (CACHE_MISS, NOT_ENOUGH):
-            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left)
+            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left, seats=labels)
             if answer is None:  # Redis went away meanwhile: Postgres alone
                 _finish_quietly(store, None, give_back=True, lock=lock)
                 return _claim_without_redis(
@@ -135,6 +157,7 @@ def claim_create(
                     entry_id=admission.queue_entry_id,
                     customer_id=customer_id,
                     quantity=quantity,
+                    seats=labels,
                 )
             left, reservation = answer
         if left < 0:
@@ -147,6 +170,7 @@ def claim_create(
             customer_id=customer_id,
             quantity=quantity,
             reservation_id=reserved.id,
+            seats=labels,
         )
     except BaseException:
         # Not committed: the reserved tickets go back to the counter.
@@ -176,6 +200,7 @@ def _claim_without_redis(
     entry_id: uuid.UUID | str,
     customer_id: uuid.UUID | str,
     quantity: int,
+    seats: tuple[str, ...] = (),
 ) -> Claim:
     """Redis is unreachable: no counter, no per-customer lock, the Postgres
     transaction decides alone. Two claims of one customer meet at the
@@ -186,7 +211,12 @@ def _claim_without_redis(
     time back, once a tick finds Redis again."""
     admission_clock_stop(event_id=tier.event_id)
     claim = _claim_insert(
-        tier=tier, entry_id=entry_id, customer_id=customer_id, quantity=quantity, reservation_id=""
+        tier=tier,
+        entry_id=entry_id,
+        customer_id=customer_id,
+        quantity=quantity,
+        reservation_id="",
+        seats=seats,
     )
     _mark_sold_out_if_none_left(tier.event_id)
     return claim
@@ -222,7 +252,12 @@ def _tier_of_event(*, event_id: uuid.UUID | str, tier_id: uuid.UUID | str) -> Ti
 
 
 def _reserve_again(
-    store: InventoryStore, *, tier: TierSnapshot, quantity: int, left: int
+    store: InventoryStore,
+    *,
+    tier: TierSnapshot,
+    quantity: int,
+    left: int,
+    seats: tuple[str, ...] = (),
 ) -> tuple[int, Reservation] | None:
     """Redis had no counter (it was wiped) or said "not enough": neither is
     final. Postgres is asked; when it has no free ticket the answer is a
@@ -230,14 +265,16 @@ def _reserve_again(
     the reservation tried once more (the lock is already ours): a second
     "not enough" means the free rows are held by claims in flight, which may
     still roll back, so it is "busy, retry". None: Redis went away."""
-    if left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
+    if left == NOT_ENOUGH and seats:
+        refuse_taken_seats(tier, seats)
+    elif left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
         _mark_sold_out_if_none_left(tier.event_id)
         raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
     inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
     answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
     if answer is not None and answer[0] == NOT_ENOUGH and left == CACHE_MISS:
         # The rebuilt counter says none: ask Postgres, as for any "not enough".
-        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH)
+        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH, seats=seats)
     return answer
 
 
@@ -265,10 +302,14 @@ def _claim_insert(
     customer_id: uuid.UUID | str,
     quantity: int,
     reservation_id: str,
+    seats: tuple[str, ...] = (),
 ) -> Claim:
     """The claim row with its ticket rows and the queue entry COMPLETED, all
-    or nothing, in one statement (claims/services/tickets.py). ``reservation_id``
-    names the Redis reservation that fronted the claim ("" when there was none)."""
+    or nothing: on general admission in one statement
+    (claims/services/tickets.py), on a reserved tier in one transaction that
+    takes exactly ``seats``, or without them the best available seats.
+    ``reservation_id`` names the Redis reservation that fronted the claim
+    ("" when there was none)."""
     now = timezone.now()
     claim = Claim(
         id=uuid.uuid4(),
@@ -282,9 +323,14 @@ def _claim_insert(
         status=ClaimStatus.CLAIMED.value,
         expires_at=now + timedelta(seconds=settings.CLAIM_TTL_SECONDS),
         created_at=now,
+        seats=list(seats),
     )
     if not TICKET_GUARD:
         return _claim_insert_unguarded(claim, entry_id=entry_id, reservation_id=reservation_id)
+    if tier.reserved:
+        return _claim_insert_seats(
+            claim, tier=tier, entry_id=entry_id, reservation_id=reservation_id, chosen=seats
+        )
     try:
         outcome = claim_insert_admitted(claim, entry_id=entry_id, reservation_id=reservation_id)
     except IntegrityError as exc:
@@ -294,17 +340,70 @@ def _claim_insert(
     if outcome.made(quantity):
         return claim
     if outcome.admitted and outcome.picked < quantity:
-        # Unheld rows that claims in flight have locked come back if those
-        # roll back: "busy, retry" rather than a final "sold out".
-        if tier_free_tickets(tier_id=tier.id) >= quantity:
-            raise Busy("Tickets are being claimed right now; retry shortly.")
-        _mark_sold_out_if_none_left(tier.event_id)
-        raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
-    # Not admitted (any more), or the entry moved under us: used up by this
-    # customer's own claim, or expired.
+        _refuse_short(tier, quantity)
+    _refuse_admission(tier, customer_id)
+
+
+def _refuse_short(tier: TierSnapshot, quantity: int) -> NoReturn:
+    """Fewer free ticket rows than asked for. Unheld rows that claims in
+    flight have locked come back if those roll back: "busy, retry" rather
+    than a final "sold out"."""
+    if tier_free_tickets(tier_id=tier.id) >= quantity:
+        raise Busy("Tickets are being claimed right now; retry shortly.")
+    _mark_sold_out_if_none_left(tier.event_id)
+    raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
+
+
+def _refuse_admission(tier: TierSnapshot, customer_id: uuid.UUID | str) -> NoReturn:
+    """Not admitted (any more), or the entry moved under us: used up by this
+    customer's own claim, or expired."""
     if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
         raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
     raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
+
+
+class _AdmissionUsed(Exception):
+    """The queue entry was no longer ADMITTED with its window open."""
+
+
+def _claim_insert_seats(
+    claim: Claim,
+    *,
+    tier: TierSnapshot,
+    entry_id: uuid.UUID | str,
+    reservation_id: str,
+    chosen: tuple[str, ...],
+) -> Claim:
+    """A reserved tier's claim in one transaction: the queue entry COMPLETED
+    first (an admission that is gone locks no seat), then the claim row, then
+    its seats locked in id order and taken (``take_seats``). Any refusal
+    rolls it all back; chosen seats that are taken are named (409
+    seats_unavailable)."""
+    try:
+        with transaction.atomic():
+            if not queue_entry_complete(entry_id=entry_id):
+                raise _AdmissionUsed
+            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            if take_seats(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
+                claim.quantity
+            ):
+                raise ShortOfTickets
+    except IntegrityError as exc:
+        if is_one_purchase_violation(exc):
+            raise already_claimed(event_id=tier.event_id, customer_id=claim.customer_id) from exc
+        raise
+    except _AdmissionUsed:
+        _refuse_admission(tier, claim.customer_id)
+    except (ShortOfTickets, SeatsTaken) as exc:
+        if chosen:
+            refuse_taken_seats(tier, chosen, not_got=getattr(exc, "labels", ()))
+        _refuse_short(tier, claim.quantity)
+    seats_changed_on_commit(
+        event_id=tier.event_id,
+        tier_id=tier.id,
+        changes=[SeatChange(label, SeatStatus.HELD) for label in claim.seats],
+    )
+    return claim
 
 
 def _claim_insert_unguarded(

@@ -62,6 +62,7 @@ def _insert(claim: Claim, seats: list[int], now: datetime) -> None:
                 customer_id=claim.customer_id,
                 holder_email=claim.customer.email,
                 seat=seat,
+                seat_label=claim.seats[seat - 1] if len(claim.seats) >= seat else "",
                 issued_at=now,
             )
             for seat in seats

@@ -17,6 +17,8 @@ from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
+from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
+from inventory.seats import SeatsTaken, seats_take
 from inventory.selectors import event_has_free_ticket
 from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
 
@@ -41,7 +43,16 @@ def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
             details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
         )
     issued_tickets_issue(claim_id=claim.pk)
+    _seats_sold(claim)
     return claim
+
+
+def _seats_sold(claim: Claim) -> None:
+    seats_changed_on_commit(
+        event_id=claim.event_id,
+        tier_id=claim.tier_id,
+        changes=[SeatChange(label, SeatStatus.SOLD) for label in claim.seats],
+    )
 
 
 def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
@@ -74,12 +85,13 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
             if updated:
                 _take_all(claim)
                 issued_tickets_issue(claim_id=claim.pk)
+                _seats_sold(claim)
     except IntegrityError as exc:
         if not is_one_purchase_violation(exc):
             raise
         logger.warning("claim %s not re-instated: the customer holds another purchase", claim.pk)
         return False
-    except ShortOfTickets:
+    except (ShortOfTickets, SeatsTaken):
         logger.warning("claim %s not re-instated: its tickets are gone", claim.pk)
         return False
     if not updated:
@@ -93,6 +105,9 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
 
 
 def _take_all(claim: Claim) -> None:
+    if claim.seats:  # a reserved tier: the same seats, or none
+        seats_take(tier_id=claim.tier_id, claim_id=claim.pk, labels=claim.seats)
+        return
     taken = tickets_take(
         tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=True
     )

@@ -15,6 +15,7 @@ from claims.services.issuing import issued_tickets_void
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
+from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
 from inventory.services import Freed, tickets_free
 from inventory.store import inventory_store
 
@@ -69,7 +70,14 @@ def tickets_returned_on_commit(
     give-back, and a sync running meanwhile does not wipe it) and a SOLD_OUT
     event goes back on sale (admission resumes). The release is committed by
     then: if this fails (Redis or the event's row lock busy), it is logged
-    and the inventory reconciliation finishes the job."""
+    and the inventory reconciliation finishes the job. Freed seats of a
+    reserved tier are announced as available (``seats_changed``)."""
+    for tier_id, freed in returned.items():
+        seats_changed_on_commit(
+            event_id=event_id,
+            tier_id=tier_id,
+            changes=[SeatChange(label, SeatStatus.AVAILABLE) for label in freed.seats],
+        )
 
     def give_back() -> None:
         fault_point("claim_release.after_commit")

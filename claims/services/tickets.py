@@ -49,17 +49,18 @@ def claim_insert(claim: Claim, *, reservation_id: str, take_tickets: bool = True
     ``claim.quantity`` free ticket rows of its tier; returns how many it got.
     Must run inside the claim's transaction: fewer than asked for means roll
     back.
-    ``take_tickets=False`` inserts the claim alone (the guard-off tests)."""
+    ``take_tickets=False`` inserts the claim alone (the guard-off tests, and
+    reserved seating, which takes its seats after)."""
+    taken: int = 0
     with connection.cursor() as cursor:
         if take_tickets:
             cursor.execute(
                 _INSERT_AND_TAKE_SQL,
                 [*_claim_values(claim), claim.tier_id, claim.quantity, reservation_id],
             )
-            taken: int = cursor.rowcount
+            taken = cursor.rowcount
         else:
             cursor.execute(_INSERT_CLAIM_SQL, _claim_values(claim))
-            taken = 0
     claim._state.adding = False
     claim._state.db = connection.alias
     return taken

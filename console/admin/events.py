@@ -27,6 +27,7 @@ from claims.selectors import tier_ticket_counts
 from console.admin.dashboard import dashboard_data_view, dashboard_view
 from console.admin.forms import EventAdminForm
 from console.admin.scope import manages, organizer_ids
+from console.admin.seatmaps import seat_map_urls
 from console.admin.tiers import TicketTierInline
 from console.exports import holders_csv, orders_csv
 from console.models import Order
@@ -60,7 +61,8 @@ class EventChangeList(ChangeList):
                     filter=Q(tiers__tickets__claim__status=ClaimStatus.CONFIRMED),
                 ),
                 tickets_free_n=Count(
-                    "tiers__tickets", filter=Q(tiers__tickets__claim__isnull=True)
+                    "tiers__tickets",
+                    filter=Q(tiers__tickets__claim__isnull=True, tiers__tickets__blocked=False),
                 ),
             )
         )
@@ -174,7 +176,7 @@ class EventAdmin(admin.ModelAdmin):
             path("<path:object_id>/ticket-holders.csv", self._event_view(self._holders_csv),
                  name="events_event_holders_csv"),
         ]  # fmt: skip
-        return own + super().get_urls()
+        return own + seat_map_urls(self) + super().get_urls()
 
     def _event_view(self, view: Callable[[HttpRequest, Event], HttpResponseBase]) -> Callable:
         """An admin view of one event the user may see (else 404, as for

@@ -7,19 +7,21 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from claims.selectors import tier_ticket_counts
 from console.admin.forms import TierInlineForm
 from console.admin.scope import manages, organizer_ids
 from events.domain import EventStatus
-from events.models import Event, TicketTier
+from events.models import Event, TicketTier, TierKind
 
 
 class TicketTierInline(admin.TabularInline):
     model = TicketTier
     form = TierInlineForm
-    fields = ("name", "price", "inventory", "sort_order", "sold", "claimed", "free")
-    readonly_fields = ("sold", "claimed", "free")
+    fields = ("name", "price", "inventory", "sort_order", "sold", "claimed", "free", "seats")
+    readonly_fields = ("sold", "claimed", "free", "seats")
     extra = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -72,3 +74,12 @@ class TicketTierInline(admin.TabularInline):
     @admin.display(description="free")
     def free(self, tier: TicketTier) -> int | str:
         return self._count(tier, "free")
+
+    @admin.display(description="seats")
+    def seats(self, tier: TicketTier) -> str:
+        """The tier's seat map page (reserved seating), or the way to make one."""
+        if tier._state.adding:
+            return "-"
+        url = reverse("admin:events_event_seat_map", args=[tier.event_id, tier.pk])
+        text = "seat map" if tier.kind == TierKind.RESERVED else "make reserved"
+        return format_html('<a href="{}">{}</a>', url, text)

@@ -156,7 +156,7 @@ def sold_out_means_none_free(event: Event, options: Options) -> Found:
     reconciliation if that step was lost)."""
     free = value(
         f"SELECT COUNT(*) FROM {TICKET} k JOIN {TIER} t ON t.id = k.tier_id "  # noqa: S608
-        "WHERE t.event_id = %s AND k.claim_id IS NULL",
+        "WHERE t.event_id = %s AND k.claim_id IS NULL AND NOT k.blocked",
         [event.pk],
     )
     event.refresh_from_db(fields=["status"])

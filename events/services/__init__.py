@@ -2,6 +2,7 @@
 
 - ``lifecycle``: create and edit events, and their status transitions;
 - ``tiers``: ticket tiers (their ticket rows follow through inventory);
+- ``seatmaps``: a reserved tier's seats (generated, imported, blocked);
 - ``sale_status``: SOLD_OUT and back, following the tickets; the periodic
   inventory reconciliation.
 """
@@ -22,6 +23,12 @@ from events.services.sale_status import (
     event_mark_sold_out,
     inventory_reconcile,
 )
+from events.services.seatmaps import (
+    seat_map_generate,
+    seat_map_import_csv,
+    seat_map_replace,
+    seats_block,
+)
 from events.services.tiers import TierSpec, tier_create, tier_provision_tickets, tier_update
 
 __all__ = [
@@ -38,6 +45,10 @@ __all__ = [
     "event_update",
     "events_end_due",
     "inventory_reconcile",
+    "seat_map_generate",
+    "seat_map_import_csv",
+    "seat_map_replace",
+    "seats_block",
     "tier_create",
     "tier_provision_tickets",
     "tier_update",

@@ -88,6 +88,7 @@ def event_create(
             price=spec.price,
             inventory=spec.inventory,
             sort_order=order,
+            seat_grid=spec.seat_grid,
         )
     return event
 

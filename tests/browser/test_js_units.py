@@ -1,5 +1,5 @@
 """The pages' pure ES modules (position maths, ETA text, countdown, the
-waiting room's state machine), unit-tested in headless Chromium: the
+waiting room's state machine, the seat map's rules), unit-tested in headless Chromium: the
 tests/js/*.test.js files, loaded by tests/js/runner.html."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def test_every_pure_module_has_its_tests():
         "eta.test.js",
         "machine.test.js",
         "position.test.js",
+        "seatmap.test.js",
     ]
 
 

@@ -55,6 +55,7 @@ def test_claim_takes_tickets_and_completes_the_admission(api, tier, buyer):
         "status": "CLAIMED",
         "tier_id": str(tier.id),
         "quantity": 2,
+        "seats": [],
         "amount": 1_000_000,
         "currency": "NGN",
         "expires_at": body["expires_at"],

@@ -504,4 +504,4 @@ def test_the_add_page_shows_no_numbers_for_the_unsaved_event(org_a):
         for field in line
         if field.is_readonly
     ]
-    assert readonly == ["-", "-", "-"]
+    assert readonly == ["-", "-", "-", "-"]  # sold, claimed, free, seats

@@ -23,7 +23,14 @@ def test_detail_shows_tiers_with_price_and_availability(api):
     assert response.status_code == 200
     body = response.json()
     assert body["tiers"] == [
-        {"id": str(tier.id), "name": tier.name, "price": 250_000, "inventory": 7, "available": 7}
+        {
+            "id": str(tier.id),
+            "name": tier.name,
+            "price": 250_000,
+            "inventory": 7,
+            "available": 7,
+            "kind": "general",
+        }
     ]
 
 

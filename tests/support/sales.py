@@ -18,6 +18,7 @@ from claims.services import claim_create
 from customers.models import Customer
 from events.management.commands.bootstrap_demo import ensure_organizer_group
 from events.models import Event, Organizer, TicketTier
+from events.services import tier_create
 from inventory.models import Ticket
 from inventory.services import inventory_sync_event
 from inventory.store import inventory_store
@@ -97,6 +98,29 @@ def on_sale(*, tickets: int = 10, price: int = 500_000, **event_fields: Any) -> 
     tier = TierFactory(event=event, inventory=tickets, price=price)
     inventory_sync_event(event_id=event.id)
     return tier
+
+
+def on_sale_reserved(
+    *, rows: int = 3, seats_per_row: int = 10, price: int = 500_000, **event_fields: Any
+) -> TicketTier:
+    """An ACTIVE event with one reserved tier of ``rows`` x ``seats_per_row``
+    seats (A-1 ...), its Redis counter synced."""
+    event = EventFactory(**event_fields)
+    tier = tier_create(
+        event=event, name="Stalls", price=price, inventory=0, seat_grid=(rows, seats_per_row)
+    )
+    inventory_sync_event(event_id=event.id)
+    return tier
+
+
+def claim_seats(tier: TicketTier, admitted: Admitted, seats: list[str]) -> Claim:
+    return claim_create(
+        event_id=tier.event_id,
+        customer_id=admitted.customer.id,
+        admission_token=admitted.token,
+        tier_id=tier.id,
+        seats=seats,
+    )
 
 
 def claim_one(tier: TicketTier, admitted: Admitted) -> Claim:

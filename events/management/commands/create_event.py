@@ -19,6 +19,18 @@ def _tier(value: str) -> TierSpec:
         raise CommandError(f"--tier must be NAME:PRICE:INVENTORY, got {value!r}") from exc
 
 
+def _reserved_tier(value: str) -> TierSpec:
+    try:
+        name, price, rows, per_row = value.rsplit(":", 3)
+        return TierSpec.reserved(
+            name=name, price=int(price), rows=int(rows), seats_per_row=int(per_row)
+        )
+    except ValueError as exc:
+        raise CommandError(
+            f"--reserved-tier must be NAME:PRICE:ROWS:SEATS_PER_ROW, got {value!r}"
+        ) from exc
+
+
 def _when(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -34,7 +46,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
-        parser.add_argument("--tier", action="append", required=True, help="NAME:PRICE:INVENTORY")
+        parser.add_argument("--tier", action="append", default=[], help="NAME:PRICE:INVENTORY")
+        parser.add_argument(
+            "--reserved-tier",
+            action="append",
+            default=[],
+            help="NAME:PRICE:ROWS:SEATS_PER_ROW: reserved seating, seats A-1, A-2, ... B-1, ...",
+        )
         parser.add_argument("--max-per-customer", type=int, default=1)
         parser.add_argument("--sale-start")
         parser.add_argument("--sale-end")
@@ -47,6 +65,8 @@ class Command(BaseCommand):
 
     @transaction.atomic  # bad input leaves nothing behind, not even the organizer
     def handle(self, *args, **o):
+        if not o["tier"] and not o["reserved_tier"]:
+            raise CommandError("give at least one --tier or --reserved-tier")
         start, end = default_sale_window()
         user, _ = get_user_model().objects.get_or_create(
             username=o["organizer"], defaults={"email": o["organizer"], "is_staff": True}
@@ -60,7 +80,8 @@ class Command(BaseCommand):
                 sale_start=_when(o["sale_start"]) or start,
                 sale_end=_when(o["sale_end"]) or end,
                 prequeue_opens_at=_when(o["prequeue_opens_at"]),
-                tiers=[_tier(t) for t in o["tier"]],
+                tiers=[_tier(t) for t in o["tier"]]
+                + [_reserved_tier(t) for t in o["reserved_tier"]],
                 max_tickets_per_customer=o["max_per_customer"],
                 admission_batch_size=o["batch_size"],
                 admission_window_seconds=o["window_seconds"],
@@ -71,7 +92,13 @@ class Command(BaseCommand):
         except AppError as exc:
             raise CommandError(f"{exc.message} {json.dumps(exc.details)}") from exc
         tiers = [
-            {"id": str(t.id), "name": t.name, "price": t.price, "inventory": t.inventory}
+            {
+                "id": str(t.id),
+                "name": t.name,
+                "price": t.price,
+                "inventory": t.inventory,
+                "kind": t.kind,
+            }
             for t in event.tiers.all()
         ]
         self.stdout.write(json.dumps({"event_id": str(event.pk), "tiers": tiers}))

@@ -35,7 +35,7 @@ async function load() {
     title.className = "ticket-title";
     title.textContent = t.event_name;
     const what = document.createElement("p");
-    what.textContent = t.tier_name + " · ticket " + t.seat + (t.starts_at ? " · " + localDateTime(t.starts_at) : "");
+    what.textContent = t.tier_name + (t.seat_label ? " · seat " + t.seat_label : " · ticket " + t.seat) + (t.starts_at ? " · " + localDateTime(t.starts_at) : "");
     const code = document.createElement("p");
     code.className = "code";
     code.textContent = t.code;

@@ -12,6 +12,7 @@ import {
   PHASE_ANNOUNCEMENT, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
 import { afterServed, aheadText, progress, startingPlace } from "./position.js";
+import { SeatStep, seatsText } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
   setProgress, setText, showPanel,
@@ -37,12 +38,14 @@ const state = {
   lastAnnounced: null,
 };
 let ticker = null;
+const seats = new SeatStep(cfg);  // the seat map of a reserved tier
 
 const live = new LiveLink({
   cfg,
   onMessage: onPush,
   onLive: setLive,
-  poll: refresh,
+  // While the socket is down the seat map is read again with each poll (no deltas then).
+  poll: () => { if (state.phase === "admitted") seats.chooseTier(); return refresh(); },
   onOpen: refreshEvent,
   onClose(code) {
     if (code === 4401) { session.clear(); render("signin"); setError("Your sign-in has expired. Sign in again: your place is kept."); }
@@ -82,6 +85,7 @@ async function refreshEvent() {
     const open = document.querySelector("#claim-form input[name=tier_id]:not([disabled])");
     if (open) open.checked = true;
   }
+  if (state.phase === "admitted") seats.chooseTier();  // the map as it is now (a socket came back)
 }
 
 function decide(me) {
@@ -160,7 +164,8 @@ function drawClaim() {
   const c = state.me && state.me.claim;
   if (!c) return;
   setText("claim-tier", c.tier_name);
-  setText("claim-quantity", String(c.quantity));
+  const seatWords = seatsText(c.seats);
+  setText("claim-quantity", String(c.quantity) + (seatWords ? " · seats " + seatWords : ""));
   setText("claim-amount", money(c.amount, c.currency));
   const p = state.me.payment;
   setText("paying-status", p ? p.status_text + "." : "");
@@ -229,6 +234,7 @@ function tick() {
 // --- pushes ------------------------------------------------------------------------------
 
 function onPush(message) {
+  if (message && message.type === "seats") { seats.onPush(message); return; }
   const effect = pushEffect(message, state.phase);
   if (typeof effect.rate === "number" && effect.rate > 0) state.rate = effect.rate;
   if (effect.eventStatus) {
@@ -293,11 +299,11 @@ function submitClaim(e) {
   if (!state.admission) return;
   const tier = document.querySelector("#claim-form input[name=tier_id]:checked");
   if (!tier) { setError("Choose a ticket tier."); return; }
-  const body = {
+  const body = seats.body({
     admission_token: state.admission.token,
     tier_id: tier.value,
     quantity: parseInt(el("quantity").value, 10),
-  };
+  });
   const text = JSON.stringify(body);
   if (!state.pendingClaim || state.pendingClaim.text !== text) state.pendingClaim = { text, key: newKey() };
   sendClaim(body, 0);
@@ -316,12 +322,18 @@ async function sendClaim(body, attempt) {
     window.setTimeout(() => sendClaim(body, attempt + 1), (r.retryAfter || 1) * 1000);
     return;
   }
-  busy(button, false, "Hold these tickets");
+  busy(button, false);
+  seats.label();
   // Only a lost answer (network, 5xx) may be replayed with the same key.
   if (r.ok || (r.status !== 0 && r.status < 500)) state.pendingClaim = null;
   if (r.ok || code === "already_claimed" || code === "admission_expired" || code === "admission_invalid") {
     await refresh();
     if (!r.ok && code !== "already_claimed") setNotice(r.error.message);
+    return;
+  }
+  if (code === "seats_unavailable") {  // said beside the map, which reloads
+    seats.conflict(r.error);
+    refreshEvent();
     return;
   }
   if (code === "sold_out") {
@@ -382,6 +394,9 @@ function start() {
   el("join-button").addEventListener("click", join);
   el("leave-button").addEventListener("click", leave);
   el("claim-form").addEventListener("submit", submitClaim);
+  el("claim-form").addEventListener("change", (e) => {
+    if (e.target.name === "tier_id") seats.chooseTier(); else seats.label();
+  });
   el("pay-button").addEventListener("click", () => pay(null, 0));
   el("release-button").addEventListener("click", release);
   el("check-payment").addEventListener("click", refresh);

@@ -74,7 +74,7 @@ export function renderTickets(tickets) {
     const body = document.createElement("div");
     const title = document.createElement("p");
     title.className = "ticket-title";
-    title.textContent = t.tier_name + " · ticket " + t.seat;
+    title.textContent = t.tier_name + (t.seat_label ? " · seat " + t.seat_label : " · ticket " + t.seat);
     const code = document.createElement("p");
     code.className = "code";
     code.textContent = t.code;

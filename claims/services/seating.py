@@ -1,0 +1,78 @@
+"""Reserved seating in a claim: the seats a customer chose (checked for
+shape), taken exactly or as the best available, and the refusal that names
+the seats that are taken."""
+
+from __future__ import annotations
+
+from claims.models import Claim
+from claims.selectors import TierSnapshot
+from fairqueue.errors import Conflict, ErrorCode, InvalidInput
+from fairqueue.locks import pg_lock_timeout
+from inventory.seats import (
+    seats_assign,
+    seats_lock,
+    seats_lock_best,
+    seats_not_free,
+    seats_unknown,
+)
+
+
+def chosen_seats(tier: TierSnapshot, seats: list[str] | None) -> tuple[str, ...]:
+    """The labels a customer chose, checked for shape (not for existence:
+    the claim's transaction tells unknown seats apart when it fails)."""
+    if seats is None:
+        return ()
+    if not tier.reserved:
+        raise InvalidInput(
+            "This tier has no seats to choose; give a quantity.",
+            code=ErrorCode.NOT_RESERVED_SEATING,
+            details={"tier_id": str(tier.id)},
+        )
+    labels = tuple(label.strip() for label in seats)
+    if not labels or len(set(labels)) != len(labels) or not all(labels):
+        raise InvalidInput(
+            "Choose at least one seat, each once.",
+            code=ErrorCode.INVALID_QUANTITY,
+            details={"seats": list(seats), "max": tier.max_tickets_per_customer},
+        )
+    return labels
+
+
+def take_seats(claim: Claim, *, quantity: int, reservation_id: str) -> int:
+    """The inserted claim takes its chosen seats, or the best available
+    (then written on the claim). The claim row comes first, seats after in
+    id order: every claim locks in the same order (no deadlock), and a seat
+    held by a claim in flight is waited for, no longer than the lock timeout
+    (then 503 busy), so a refusal names exactly the seats that are taken."""
+    with pg_lock_timeout():
+        if claim.seats:
+            labels = seats_lock(tier_id=claim.tier_id, labels=claim.seats)
+        else:
+            labels = seats_lock_best(tier_id=claim.tier_id, quantity=quantity)
+            Claim.objects.filter(pk=claim.pk).update(seats=labels)
+            claim.seats = labels
+        seats_assign(
+            tier_id=claim.tier_id, claim_id=claim.pk, labels=labels, reservation_id=reservation_id
+        )
+    return len(labels)
+
+
+def refuse_taken_seats(
+    tier: TierSnapshot, seats: tuple[str, ...], *, not_got: tuple[str, ...] | list[str] = ()
+) -> None:
+    """The chosen seats could not all be had: 422 seat_not_found for labels
+    that name no seat, else 409 seats_unavailable naming the taken ones
+    (held, sold, blocked, or locked by a claim in flight). Returns only when
+    Postgres shows every seat free (Redis was wrong: try again)."""
+    unknown = seats_unknown(tier_id=tier.id, labels=seats)
+    if unknown:
+        raise InvalidInput(
+            "No such seat in this tier.", code=ErrorCode.SEAT_NOT_FOUND, details={"seats": unknown}
+        )
+    taken = sorted(set(seats_not_free(tier_id=tier.id, labels=seats)) | set(not_got))
+    if taken:
+        raise Conflict(
+            "Some of the chosen seats are taken.",
+            code=ErrorCode.SEATS_UNAVAILABLE,
+            details={"seats": taken},
+        )

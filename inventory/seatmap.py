@@ -1,0 +1,189 @@
+"""The seat map customers read (every seat of a reserved tier with its
+status), cached in Redis, and the news that seats changed.
+
+The rendered JSON lives under the event's hash tag
+(``fq:{<event_id>}:tier:<tier_id>:seatmap``) next to a version that every
+change moves on (``seatmap_bump.lua``). A read is one round trip
+(``seatmap_read.lua``): a stored map whose version is current is served as
+it is; an older one is rebuilt from Postgres by one caller at a time (the
+rebuild lock also throttles rebuilds to one per ``REBUILD_EVERY_MS`` under a
+storm of changes) while the others serve the older map: the live deltas
+(``inventory.signals.seats_changed``) carry what changed since. With Redis
+unreachable the map is read from Postgres (the failure rule: Redis is a
+cache here)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from fairqueue.redis import RedisStore, best_effort, event_key, text
+from inventory.models import Ticket
+from inventory.seating import SeatChange, SeatStatus
+from inventory.signals import seats_changed
+
+__all__ = ["SeatChange", "SeatStatus", "seat_map_json", "seats_changed_on_commit"]
+
+REBUILD_EVERY_MS = 250
+MAP_TTL_SECONDS = 3600
+
+
+class SeatMapStore(RedisStore):
+    scripts_dir = Path(__file__).parent / "lua"
+    script_names = ("seatmap_read", "seatmap_write", "seatmap_bump")
+
+    @staticmethod
+    def keys(event_id: object, tier_id: object) -> list[str]:
+        base = event_key(event_id, "tier", tier_id, "seatmap")
+        return [base, f"{base}:version", f"{base}:rebuild"]
+
+    @best_effort(None)
+    def read(self, *, event_id: object, tier_id: object) -> tuple[str | None, int | None, bool]:
+        """(stored "<version>:<json>" or None, current version or None,
+        whether this caller should rebuild)."""
+        stored, version, rebuild = self.scripts["seatmap_read"](
+            keys=self.keys(event_id, tier_id), args=[REBUILD_EVERY_MS]
+        )
+        return (
+            text(stored) if stored else None,
+            int(version) if version else None,
+            bool(rebuild),
+        )
+
+    @best_effort(None)
+    def write(self, *, event_id: object, tier_id: object, version: int, body: str) -> None:
+        self.scripts["seatmap_write"](
+            keys=self.keys(event_id, tier_id)[:1], args=[version, body, MAP_TTL_SECONDS]
+        )
+
+    @best_effort(None)
+    def bump(self, *, event_id: object, tier_id: object) -> int:
+        return int(
+            self.scripts["seatmap_bump"](keys=self.keys(event_id, tier_id)[1:2], args=[_now_ms()])
+        )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+_store: SeatMapStore | None = None
+
+
+def seat_map_store() -> SeatMapStore:
+    global _store
+    if _store is None:
+        _store = SeatMapStore()
+    return _store
+
+
+def seat_map_json(*, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str) -> str:
+    """The seat map of a reserved tier as JSON: ``{"tier_id", "version",
+    "seats": [...]}``. ``sold_claim_status`` is the claim status that makes
+    a held seat sold (the claims app's CONFIRMED)."""
+    store = seat_map_store()
+    got = store.read(event_id=event_id, tier_id=tier_id)
+    if got is None:  # Redis unreachable: Postgres alone
+        return _render(tier_id, _now_ms(), sold_claim_status)
+    stored, version, rebuild = got
+    if stored is not None and not rebuild:
+        return stored.partition(":")[2]  # current, or someone else is rebuilding
+    if version is None:  # no version yet (first read, or Redis was wiped)
+        version = store.bump(event_id=event_id, tier_id=tier_id)
+        if version is None:
+            return _render(tier_id, _now_ms(), sold_claim_status)
+    body = _render(tier_id, version, sold_claim_status)
+    if rebuild:
+        store.write(event_id=event_id, tier_id=tier_id, version=version, body=body)
+    return body
+
+
+def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> str:
+    seats = tier_seat_statuses(tier_id=tier_id, sold_claim_status=sold_claim_status)
+    return json.dumps(
+        {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
+    )
+
+
+def tier_seat_statuses(*, tier_id: uuid.UUID, sold_claim_status: str) -> list[dict[str, Any]]:
+    """Postgres truth: every seat of the tier with its status, in map order."""
+    rows = (
+        Ticket.objects.filter(tier_id=tier_id, label__isnull=False)
+        .order_by("id")
+        .values_list(
+            "label",
+            "section",
+            "row",
+            "number",
+            "x",
+            "y",
+            "blocked",
+            "claim__status",
+            "accessible",
+            "restricted_view",
+        )
+    )
+    seats = []
+    for label, section, row, number, x, y, blocked, claim_status, accessible, restricted in rows:
+        if blocked:
+            status = SeatStatus.BLOCKED
+        elif claim_status is None:
+            status = SeatStatus.AVAILABLE
+        elif claim_status == sold_claim_status:
+            status = SeatStatus.SOLD
+        else:
+            status = SeatStatus.HELD
+        seats.append(
+            {
+                "label": label,
+                "section": section or "",
+                "row": row or "",
+                "number": number,
+                "x": _compact(x),
+                "y": _compact(y),
+                "status": status.value,
+                "accessible": accessible,
+                "restricted_view": restricted,
+            }
+        )
+    return seats
+
+
+def _compact(value: float | None) -> float | int | None:
+    return int(value) if value is not None and value.is_integer() else value
+
+
+def seats_changed_on_commit(
+    *, event_id: uuid.UUID | str, tier_id: uuid.UUID | str, changes: Sequence[SeatChange]
+) -> None:
+    """Once the transaction that changed these seats commits: the seat map's
+    version moves on (its cached copy is rebuilt on the next read) and
+    ``seats_changed`` tells the apps above (the live seat map)."""
+    if not changes:
+        return
+
+    def announce() -> None:
+        version = seat_map_store().bump(event_id=event_id, tier_id=tier_id)
+        seats_changed.send(
+            sender=Ticket,
+            event_id=event_id,
+            tier_id=tier_id,
+            changes=[{"label": c.label, "status": c.status.value} for c in changes],
+            version=version,
+        )
+
+    transaction.on_commit(announce, robust=True)
+
+
+def seat_map_changed(*, event_id: uuid.UUID | str, tier_id: uuid.UUID | str) -> None:
+    """The whole map changed (generated, imported): a new version, after
+    commit; no deltas (a client reloads the map when the version jumps)."""
+    transaction.on_commit(
+        lambda: seat_map_store().bump(event_id=event_id, tier_id=tier_id), robust=True
+    )

@@ -1,0 +1,196 @@
+"""Writes of reserved seating: a tier's seat map (generated or imported),
+blocked seats, and the Postgres guard taking exactly the chosen seats.
+
+Seats are the tier's ticket rows (``inventory.models.Ticket``) with a label,
+so the guard that refuses an oversell of general admission (invariant 1)
+refuses a seat sold twice: a seat is taken by setting ``claim`` on its row,
+only while it is free, under a row lock. Seat rows are always locked in one
+order (by id), so two claims wanting overlapping seats never deadlock. Chosen seats wait
+for a claim in flight that holds one of them (bounded by the lock timeout),
+so the answer names exactly the seats that are taken once it is over; best
+available skips locked seats (``SKIP LOCKED``) and tries its next candidate
+instead of waiting."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from django.db import connection, transaction
+
+from fairqueue.errors import Busy, InvalidInput
+from inventory.models import Ticket
+from inventory.seating import Seat, best_available
+from inventory.services import TABLE
+
+# The chosen seats of a tier that are free, locked in id order (the row
+# locks are taken in the order the rows leave the sort). READ COMMITTED
+# re-checks a row it waited for: a seat taken meanwhile drops out.
+_LOCK_SEATS_SQL = f"""
+SELECT label FROM {TABLE}
+WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
+ORDER BY id
+FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, values are parameters)
+
+# How many candidate seat sets best available tries (each a savepoint) before
+# it reads the free seats again, and how many reads before "busy, retry".
+BEST_TRIES_PER_READ = 16
+BEST_READS = 3
+
+
+class SeatsTaken(Exception):
+    """Some chosen seats are not free (or are locked by a claim in flight)."""
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        super().__init__(", ".join(labels))
+        self.labels = sorted(labels)
+
+
+def seats_unknown(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
+    """The labels that name no seat of the tier."""
+    known = set(
+        Ticket.objects.filter(tier_id=tier_id, label__in=list(labels)).values_list(
+            "label", flat=True
+        )
+    )
+    return sorted(set(labels) - known)
+
+
+def seats_not_free(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
+    """Of these labels, the seats held by a claim or blocked (committed truth;
+    a seat locked by a claim in flight still counts as free here)."""
+    free = set(
+        Ticket.objects.filter(
+            tier_id=tier_id, label__in=list(labels), claim__isnull=True, blocked=False
+        ).values_list("label", flat=True)
+    )
+    return sorted(set(labels) - free)
+
+
+def seats_lock(
+    *, tier_id: uuid.UUID, labels: Sequence[str], skip_locked: bool = False
+) -> list[str]:
+    """Lock exactly these seats if every one is free; raises SeatsTaken (and
+    keeps none locked: a savepoint rolls back) otherwise. Waits for seats
+    locked by claims in flight unless ``skip_locked`` (then they count as
+    taken). Must run inside a transaction (with a lock timeout)."""
+    sql = _LOCK_SEATS_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, [tier_id, list(labels)])
+        got = {row[0] for row in cursor.fetchall()}
+        if len(got) < len(set(labels)):
+            raise SeatsTaken(sorted(set(labels) - got))
+    return sorted(got)
+
+
+def seats_lock_best(*, tier_id: uuid.UUID, quantity: int) -> list[str]:
+    """Best available (``inventory.seating``): lock the best ``quantity``
+    free seats of the tier and return their labels. Each candidate is tried
+    in a savepoint, so a candidate another claim took first leaves no lock
+    behind. Raises SeatsTaken([]) when fewer than ``quantity`` seats are free
+    and Busy when every candidate was taken under us. Must run inside a
+    transaction."""
+    seats = tier_seats(tier_id=tier_id)
+    for _ in range(BEST_READS):
+        free = seats_free(tier_id=tier_id)
+        tried = 0
+        for candidate in best_available(seats=seats, free=free, quantity=quantity):
+            try:
+                return seats_lock(tier_id=tier_id, labels=candidate, skip_locked=True)
+            except SeatsTaken:
+                tried += 1
+                if tried >= BEST_TRIES_PER_READ:
+                    break
+        else:
+            if tried == 0:
+                raise SeatsTaken([])
+    raise Busy("Seats are being claimed right now; retry shortly.")
+
+
+def tier_seats(*, tier_id: uuid.UUID) -> list[Seat]:
+    """The tier's seats that can be sold (blocked seats left out)."""
+    rows = Ticket.objects.filter(tier_id=tier_id, label__isnull=False, blocked=False).values_list(
+        "label", "section", "row", "number", "x", "y", "accessible", "restricted_view"
+    )
+    return [
+        Seat(label or "", section or "", row or "", number or 0, x, y, accessible, restricted)
+        for label, section, row, number, x, y, accessible, restricted in rows
+    ]
+
+
+def seats_free(*, tier_id: uuid.UUID) -> set[str]:
+    labels = Ticket.objects.filter(
+        tier_id=tier_id, label__isnull=False, claim__isnull=True, blocked=False
+    ).values_list("label", flat=True)
+    return {label for label in labels if label}
+
+
+def seats_replace(*, tier_id: uuid.UUID, seats: Sequence[Seat]) -> int:
+    """The tier's seat map becomes ``seats`` (the old rows are deleted).
+    Refused while any seat of the tier is held. Returns the number of seats.
+    The caller holds the tier's row lock and updates its inventory."""
+    labels = [s.label for s in seats]
+    if not seats:
+        raise InvalidInput("A seat map needs at least one seat.")
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})[:20]
+    if len(set(labels)) != len(labels):
+        raise InvalidInput("Seat labels must be unique.", details={"duplicates": duplicates})
+    if Ticket.objects.filter(tier_id=tier_id, claim__isnull=False).exists():
+        raise InvalidInput("The seat map cannot change while seats are held or sold.")
+    with transaction.atomic():
+        Ticket.objects.filter(tier_id=tier_id).delete()
+        Ticket.objects.bulk_create(
+            [
+                Ticket(
+                    tier_id=tier_id,
+                    section=s.section,
+                    row=s.row,
+                    number=s.number,
+                    label=s.label,
+                    x=s.x,
+                    y=s.y,
+                    accessible=s.accessible,
+                    restricted_view=s.restricted_view,
+                )
+                for s in seats
+            ],
+            batch_size=5000,
+        )
+    return len(seats)
+
+
+def seats_set_blocked(*, tier_id: uuid.UUID, labels: Sequence[str], blocked: bool) -> list[str]:
+    """Block (or unblock) free seats; returns the labels that changed. A held
+    or sold seat is not blocked (its claim keeps it); rows locked by a claim
+    in flight are skipped too."""
+    with transaction.atomic():
+        ids = list(
+            Ticket.objects.select_for_update(skip_locked=True)
+            .filter(tier_id=tier_id, label__in=list(labels), claim__isnull=True)
+            .exclude(blocked=blocked)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        changed = list(
+            Ticket.objects.filter(id__in=ids).order_by("label").values_list("label", flat=True)
+        )
+        Ticket.objects.filter(id__in=ids).update(blocked=blocked)
+    return [label for label in changed if label]
+
+
+def seats_assign(
+    *, tier_id: uuid.UUID, claim_id: uuid.UUID, labels: Sequence[str], reservation_id: str = ""
+) -> None:
+    """Seats this transaction has locked (``seats_lock``) go to the claim."""
+    Ticket.objects.filter(tier_id=tier_id, label__in=list(labels)).update(
+        claim_id=claim_id, reservation_id=reservation_id
+    )
+
+
+def seats_take(*, tier_id: uuid.UUID, claim_id: uuid.UUID, labels: Sequence[str]) -> None:
+    """Give exactly these seats to an existing claim (a late payment
+    re-instating a released claim); SeatsTaken when any is not free. Must run
+    inside the claim's transaction."""
+    with transaction.atomic():
+        seats_lock(tier_id=tier_id, labels=labels)
+        seats_assign(tier_id=tier_id, claim_id=claim_id, labels=labels)
