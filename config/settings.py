@@ -163,6 +163,10 @@ if "REDIS_URL" not in env:
         "Redis) or export REDIS_URL=redis://host:port/0."
     )
 REDIS_URL = env.str("REDIS_URL")
+# Seed nodes of a Redis Cluster for the hot data (queue, admission, inventory,
+# locks, limits, socket tickets), comma separated; empty: all of it at
+# REDIS_URL. The Channels layer and Celery's broker stay at REDIS_URL.
+REDIS_CLUSTER_URL = env.str("REDIS_CLUSTER_URL", default="")
 REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=2.0)
 
 CACHES = {
