@@ -193,7 +193,7 @@ class RedisStore:
 
     @property
     def r(self) -> Client:
-        return self._own_client or get_redis()
+        return self._own_client if self._own_client is not None else get_redis()
 
     @property
     def scripts(self) -> dict[str, Any]:

@@ -49,7 +49,11 @@ def event_keys(event_id: object, tier_id: object) -> list[str]:
 
 
 def test_the_hot_data_is_on_the_cluster_and_the_layer_is_not(on_cluster, settings):
-    assert isinstance(get_redis(), RedisCluster)
+    cluster = get_redis()
+    assert isinstance(cluster, RedisCluster)
+    for node in cluster.get_primaries():  # a busy process waits for a connection (make_client)
+        assert isinstance(node.redis_connection.connection_pool, redis.BlockingConnectionPool)
+    assert len(cluster.get_primaries()) == 3
     layer = get_layer_redis()
     assert isinstance(layer, redis.Redis)
     assert layer.connection_pool.connection_kwargs["port"] == int(
