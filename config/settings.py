@@ -150,6 +150,11 @@ else:
     # unusable and replaced on the next.
     _db["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
 _db.setdefault("OPTIONS", {})["connect_timeout"] = 5
+# Behind a pooler in transaction mode (PgBouncer, docs/SCALING.md): no
+# server-side cursors (they outlive a transaction, on a server the pooler
+# may hand to someone else). Prepared statements are already off (Django's
+# psycopg connections have prepare_threshold None).
+_db["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DB_TRANSACTION_POOLER", default=False)
 # How long a request waits for a Postgres row lock before it answers "busy,
 # retry" (503 + Retry-After) instead of hanging (fairqueue/locks.py).
 DB_LOCK_TIMEOUT_MS = env.int("DB_LOCK_TIMEOUT_MS", default=2000)
@@ -163,6 +168,10 @@ if "REDIS_URL" not in env:
         "Redis) or export REDIS_URL=redis://host:port/0."
     )
 REDIS_URL = env.str("REDIS_URL")
+# Seed nodes of a Redis Cluster for the hot data (queue, admission, inventory,
+# locks, limits, socket tickets), comma separated; empty: all of it at
+# REDIS_URL. The Channels layer and Celery's broker stay at REDIS_URL.
+REDIS_CLUSTER_URL = env.str("REDIS_CLUSTER_URL", default="")
 REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=2.0)
 
 CACHES = {

@@ -1,7 +1,7 @@
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from fairqueue.redis import get_redis
+from fairqueue.redis import cluster_url, get_layer_redis, get_redis
 
 
 def dependency_checks() -> dict[str, str]:
@@ -14,10 +14,16 @@ def dependency_checks() -> dict[str, str]:
     except Exception as exc:  # any failure means degraded
         checks["postgres"] = f"error: {type(exc).__name__}"
     try:
-        get_redis().ping()
+        get_layer_redis().ping()
         checks["redis"] = "ok"
     except Exception as exc:
         checks["redis"] = f"error: {type(exc).__name__}"
+    if cluster_url():  # the hot data's cluster: every primary answers
+        try:
+            get_redis().ping()
+            checks["redis_cluster"] = "ok"
+        except Exception as exc:
+            checks["redis_cluster"] = f"error: {type(exc).__name__}"
     return checks
 
 

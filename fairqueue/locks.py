@@ -89,9 +89,11 @@ def _lock(key: str, ttl_s: float) -> Lock:
 
 
 @best_effort(UNREACHABLE)
-def _try_acquire(lock: Lock, wait_s: float) -> bool:
-    """True: ours; False: someone else holds it; None: Redis unreachable."""
-    return bool(lock.acquire(blocking=wait_s > 0, blocking_timeout=wait_s or None))
+def _try_acquire(key: str, ttl_s: float, wait_s: float) -> tuple[Lock, bool]:
+    """(the lock, True: ours / False: someone else holds it); None: Redis
+    unreachable (a cluster's client too is made here, inside the rule)."""
+    lock = _lock(key, ttl_s)
+    return lock, bool(lock.acquire(blocking=wait_s > 0, blocking_timeout=wait_s or None))
 
 
 @best_effort(True)
@@ -112,10 +114,10 @@ def _release(lock: Lock) -> None:
 
 
 @best_effort(None)
-def _release_token(lock: Lock, token: str) -> None:
+def _release_token(key: str, token: str) -> None:
     # LockError: expired, or taken by someone else since: not ours to release.
     with contextlib.suppress(LockError):
-        lock.do_release(token)
+        _lock(key, 1).do_release(token)
 
 
 class Held:
@@ -142,11 +144,11 @@ def redis_lock(key: str, *, ttl_s: float, wait_s: float = 0.0) -> Iterator[Held 
     when someone else holds it. With Redis unreachable it yields a ``Held``
     that guards nothing: callers that need mutual exclusion then rely on
     their Postgres lock, which they must take anyway."""
-    lock = _lock(key, ttl_s)
-    got = _try_acquire(lock, wait_s)
-    if got is UNREACHABLE:
+    attempt = _try_acquire(key, ttl_s, wait_s)
+    if attempt is UNREACHABLE:
         yield Held(None)
         return
+    lock, got = attempt
     if not got:
         yield None
         return
@@ -164,7 +166,7 @@ def release(lock: Lock) -> None:
 def release_token(key: str, token: str) -> None:
     """Release a lock taken elsewhere (e.g. inside a Lua script) with ``token``,
     by redis-py's own owner-checked release. Never raises."""
-    _release_token(_lock(key, 1), token)
+    _release_token(key, token)
 
 
 # --- single flight of periodic tasks ---------------------------------------------
@@ -200,9 +202,9 @@ def task_lock(name: str, *, ttl_s: float) -> Iterator[Held | None]:
     advisory lock instead. A run holding the Redis lock also takes the
     advisory lock (one cheap statement), so a run that started during an
     outage and one that starts after Redis came back do not overlap either."""
-    lock = _lock(f"fq:task-lock:{name}", ttl_s)
-    got = _try_acquire(lock, 0)
-    if not got and got is not UNREACHABLE:
+    attempt = _try_acquire(f"fq:task-lock:{name}", ttl_s, 0)
+    lock, got = attempt if attempt is not UNREACHABLE else (None, False)
+    if lock is not None and not got:
         yield None
         return
     try:
@@ -212,7 +214,7 @@ def task_lock(name: str, *, ttl_s: float) -> Iterator[Held | None]:
             else:
                 yield Held(lock if got else None)
     finally:
-        if got:
+        if lock is not None and got:
             _release(lock)
 
 

@@ -5,6 +5,13 @@ Redis is a performance layer: every key here can be rebuilt from Postgres.
 Keys of one event share the hash tag ``{<event_id>}`` so that multi-key Lua
 scripts stay legal on Redis Cluster.
 
+Two clients: ``get_redis()``, the hot data (queue, admission, inventory,
+locks, sign-in limits, socket tickets, sign-out state) on Redis Cluster when
+``REDIS_CLUSTER_URL`` names one, else on ``REDIS_URL``; and
+``get_layer_redis()``, the server at ``REDIS_URL`` that the Channels layer
+and Celery's broker use (neither speaks Cluster). Without a cluster both are
+one client.
+
 The failure rule: a store catches its own backend's errors and says what they
 mean, so no caller ever sees ``RedisError``. Each store method is either
 
@@ -29,6 +36,8 @@ from typing import Any, ParamSpec, TypeVar
 import redis
 from django.conf import settings
 from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from fairqueue.errors import Busy
@@ -39,7 +48,16 @@ P = ParamSpec("P")
 T = TypeVar("T")
 D = TypeVar("D")
 
-_client: redis.Redis | None = None
+# A store's client: one server, or a cluster (every command a store sends
+# names keys of one hash slot, which both serve alike).
+Client = redis.Redis | RedisCluster
+
+# What counts as a Redis failure: redis-py's errors, and the cluster client's
+# own that are not RedisErrors (no seed node reachable, a slot no node serves).
+REDIS_FAILURES: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
+
+_client: Client | None = None
+_layer_client: redis.Redis | None = None
 _client_lock = threading.Lock()
 
 
@@ -64,14 +82,81 @@ def make_client(url: str) -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
-def get_redis() -> redis.Redis:
-    """One connection pool per process (``make_client``)."""
+def cluster_seeds(spec: str) -> list[str]:
+    """``"redis://h1:7000, redis://h2:7000"`` -> the seed URLs."""
+    return [url.strip() for url in spec.split(",") if url.strip()]
+
+
+def make_cluster_client(spec: str) -> RedisCluster:
+    """A Redis Cluster client from comma-separated seed URLs (they share the
+    first one's credentials and TLS), failing as fast as ``make_client``:
+    short timeouts, one retry of a command after a broken connection or a
+    moved slot (the client then reads the slot map again), and per node the
+    same waiting pool. Connects to a seed at once (the slot map):
+    ``RedisClusterException`` when none answers."""
+    first, *others = cluster_seeds(spec)
+    startup = []
+    for url in others:
+        parsed = redis.connection.parse_url(url)
+        startup.append(ClusterNode(parsed.get("host", "localhost"), parsed.get("port", 6379)))
+    return RedisCluster(
+        url=first,
+        startup_nodes=startup,
+        connection_pool_class=redis.BlockingConnectionPool,
+        max_connections=256,
+        timeout=settings.REDIS_SOCKET_TIMEOUT,
+        decode_responses=True,
+        socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
+        socket_connect_timeout=2,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+    )
+
+
+def cluster_url() -> str:
+    """``REDIS_CLUSTER_URL``, empty when the hot data lives at ``REDIS_URL``."""
+    return str(getattr(settings, "REDIS_CLUSTER_URL", "") or "")
+
+
+def get_redis() -> Client:
+    """The hot data's client, one per process: the cluster's
+    (``make_cluster_client``) when ``REDIS_CLUSTER_URL`` is set, else
+    ``REDIS_URL``'s (``make_client``). Stores ask for it on every use, inside
+    their failure rule: a cluster that cannot be reached is a Redis failure
+    there, and the next use tries again."""
     global _client
     if _client is None:
         with _client_lock:
             if _client is None:
-                _client = make_client(settings.REDIS_URL)
+                spec = cluster_url()
+                _client = make_cluster_client(spec) if spec else make_client(settings.REDIS_URL)
     return _client
+
+
+def get_layer_redis() -> redis.Redis:
+    """The server at ``REDIS_URL`` (the Channels layer's and the broker's):
+    ``get_redis()`` itself without a cluster."""
+    global _layer_client
+    if not cluster_url():
+        client = get_redis()
+        assert isinstance(client, redis.Redis)
+        return client
+    if _layer_client is None:
+        with _client_lock:
+            if _layer_client is None:
+                _layer_client = make_client(settings.REDIS_URL)
+    return _layer_client
+
+
+def reset_clients() -> None:
+    """Drop this process' clients (settings changed: tests); the next use
+    makes new ones."""
+    global _client, _layer_client
+    with _client_lock:
+        for client in (_client, _layer_client):
+            if client is not None:
+                client.close()
+        _client = _layer_client = None
 
 
 def text(value: str | bytes) -> str:
@@ -93,17 +178,34 @@ def _lua_source(path: Path) -> str:
 class RedisStore:
     """Base for a small per-app store: loads the ``.lua`` files next to the
     subclass once, and registers them as scripts (EVALSHA, re-loaded by
-    redis-py after a Redis restart)."""
+    redis-py after a Redis restart, on every primary of a cluster).
+
+    The client is looked up on use (``r``), inside the store method and so
+    inside its failure rule; a store made with a ``client`` keeps that one."""
 
     scripts_dir: Path | None = None
     script_names: tuple[str, ...] = ()
 
-    def __init__(self, client: redis.Redis | None = None) -> None:
-        self.r = client or get_redis()
-        self.scripts: dict[str, Any] = {}
-        base = self.scripts_dir or Path(__file__).parent
-        for name in self.script_names:
-            self.scripts[name] = self.r.register_script(_lua_source(base / f"{name}.lua"))
+    def __init__(self, client: Client | None = None) -> None:
+        self._own_client = client
+        self._scripts: dict[str, Any] = {}
+        self._scripts_client: Client | None = None
+
+    @property
+    def r(self) -> Client:
+        return self._own_client if self._own_client is not None else get_redis()
+
+    @property
+    def scripts(self) -> dict[str, Any]:
+        client = self.r
+        if self._scripts_client is not client:
+            base = self.scripts_dir or Path(__file__).parent
+            self._scripts = {
+                name: client.register_script(_lua_source(base / f"{name}.lua"))
+                for name in self.script_names
+            }
+            self._scripts_client = client
+        return self._scripts
 
 
 # --- the failure rule -------------------------------------------------------------
@@ -143,13 +245,14 @@ def on_redis_failure(listener: Callable[[str], None]) -> None:
 
 
 def required(method: Callable[P, T]) -> Callable[P, T]:
-    """A store method the caller cannot do without: RedisError -> RedisUnavailable."""
+    """A store method the caller cannot do without: a Redis failure
+    (``REDIS_FAILURES``) -> RedisUnavailable."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(*args, **kwargs)
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             redis_failed(method.__qualname__)
             raise RedisUnavailable() from exc
 
@@ -158,14 +261,15 @@ def required(method: Callable[P, T]) -> Callable[P, T]:
 
 
 def best_effort(default: D) -> Callable[[Callable[P, T]], Callable[P, T | D]]:
-    """A store method with a Postgres way round: RedisError -> ``default``."""
+    """A store method with a Postgres way round: a Redis failure
+    (``REDIS_FAILURES``) -> ``default``."""
 
     def decorate(method: Callable[P, T]) -> Callable[P, T | D]:
         @functools.wraps(method)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> T | D:
             try:
                 return method(*args, **kwargs)
-            except redis.RedisError:
+            except REDIS_FAILURES:
                 redis_failed(method.__qualname__)
                 return default
 

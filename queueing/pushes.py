@@ -5,7 +5,8 @@ group) without one channel-layer round trip per customer.
 PUBLISH behind a lock, about half a millisecond each, so 5,000 admissions cost
 seconds. Here, with the Redis pub/sub layer on our own Redis (the project's
 setting), the PUBLISH commands go out in one pipeline, serialised by the layer
-itself. Any other layer gets the plain ``group_send`` loop. The consumer tests
+itself, to the layer's server (``REDIS_URL``, never the hot-data cluster).
+Any other layer gets the plain ``group_send`` loop. The consumer tests
 receive through both paths.
 """
 
@@ -21,7 +22,7 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
 from fairqueue.broadcast import PUSH_TYPE, customer_group
-from fairqueue.redis import best_effort, get_redis
+from fairqueue.redis import best_effort, get_layer_redis
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def _envelope(message: dict | str) -> dict:
 def _publish(layer: Any, prefix: str, messages: Sequence[tuple[str, dict | str]]) -> None:
     # channels_redis names a group's pub/sub channel "<prefix>__group__<group>".
     for start in range(0, len(messages), PIPELINE_CHUNK):
-        pipe = get_redis().pipeline(transaction=False)
+        pipe = get_layer_redis().pipeline(transaction=False)
         for group, message in messages[start : start + PIPELINE_CHUNK]:
             pipe.publish(f"{prefix}__group__{group}", layer.serialize(_envelope(message)))
         pipe.execute()

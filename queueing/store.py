@@ -30,7 +30,7 @@ from typing import cast
 
 import redis
 
-from fairqueue.redis import RedisStore, best_effort, event_key, required, text
+from fairqueue.redis import Client, RedisStore, best_effort, event_key, required, text
 
 REBUILD_BATCH = 10_000
 
@@ -252,7 +252,7 @@ class QueueStore(RedisStore):
         The commands are encoded by hand (RESP) because redis-py's generic
         encoder costs several microseconds per argument, which for a million
         members is most of the rebuild."""
-        sender = _PipelinedSender(self.r)
+        sender = _PipelinedSender(self.r, key)
         sent = 0
         batch: list[tuple[str, int]] = []
         head = [b"ZADD", key.encode(), *([b"XX"] if only_existing else [])]
@@ -336,8 +336,16 @@ class _PipelinedSender:
     then reads every reply. An error reply or a broken connection is raised
     by ``finish``."""
 
-    def __init__(self, client: redis.Redis) -> None:
-        self.pool = client.connection_pool
+    def __init__(self, client: Client, key: str) -> None:
+        # On a cluster: the pool of the node that serves ``key``'s slot.
+        server = client
+        if isinstance(client, redis.RedisCluster):
+            node = client.get_node_from_key(key)
+            if node is None or node.redis_connection is None:
+                raise redis.ConnectionError(f"no cluster node serves {key}")
+            server = node.redis_connection
+        assert isinstance(server, redis.Redis)
+        self.pool = server.connection_pool
         try:
             self.conn = self.pool.get_connection()
         except TypeError:  # redis-py < 5.3 wants a command name

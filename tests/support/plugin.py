@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
+from fairqueue import redis as app_redis_module
 from fairqueue.redis import get_redis, make_client
 from payments.sandbox import SandboxServer
 from queueing import store
@@ -20,12 +21,76 @@ from tests.support.payments import (
     Shop,
     make_paid_sale,
 )
+from tests.support.redis_cluster import RedisClusterServer
 from tests.support.redis_server import RedisServer, app_redis
 from tests.support.signin import REQUEST_URL, code_from
 
+# Test modules that run twice: with the hot data on the suite's Redis, and on
+# a 3-master Redis Cluster (REDIS_CLUSTER_URL). Tests with a Redis server of
+# their own (own_redis, dead_redis) run once, on their server.
+ON_CLUSTER_TOO = {
+    "tests.queueing.test_store",
+    "tests.queueing.test_admission",
+    "tests.queueing.test_api",
+    "tests.queueing.test_rebuild",
+    "tests.queueing.test_reconcile_heals",
+    "tests.claims.test_claim_api",
+    "tests.claims.test_concurrency",
+    "tests.claims.test_reconcile",
+    "tests.claims.test_inventory_store",
+    "tests.console.test_invariants_redis",
+    "tests.test_flashsale_small",
+    "tests.test_scale_out",
+}
+_OWN_SERVER_FIXTURES = {"own_redis", "dead_redis"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__ not in ON_CLUSTER_TOO:
+        return
+    if _OWN_SERVER_FIXTURES & set(metafunc.fixturenames):
+        return
+    metafunc.parametrize("redis_backend", ["redis", "cluster"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory) -> Iterator[RedisClusterServer]:
+    """A 3-master Redis Cluster for the session (tests/support/redis_cluster.py)."""
+    cluster = RedisClusterServer(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def on_cluster(request, settings) -> Iterator[RedisClusterServer]:
+    """The hot data on the session's Redis Cluster (REDIS_CLUSTER_URL), empty;
+    the channel layer and the broker stay on the suite's Redis."""
+    cluster: RedisClusterServer = request.getfixturevalue("redis_cluster")
+    cluster.flush()
+    settings.REDIS_CLUSTER_URL = cluster.url
+    app_redis_module.reset_clients()
+    try:
+        yield cluster
+    finally:
+        app_redis_module.reset_clients()
+        settings.REDIS_CLUSTER_URL = ""
+        cluster.flush()
+
 
 @pytest.fixture(autouse=True)
-def redis_clean():
+def redis_backend(request) -> Iterator[str]:
+    """ "redis" (the default) or "cluster" for the modules in ON_CLUSTER_TOO."""
+    backend = getattr(request, "param", "redis")
+    if backend == "cluster":
+        request.getfixturevalue("on_cluster")
+    yield backend
+
+
+@pytest.fixture(autouse=True)
+def redis_clean(redis_backend):
     """Every test starts with an empty Redis (the configured database only)."""
     client = get_redis()
     client.flushdb()
