@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -14,7 +15,7 @@ from events.domain import EventStatus
 from fairqueue.errors import ErrorCode, NotFound
 from fairqueue.schema import error
 from inventory.seating import SeatStatus
-from inventory.seatmap import seat_map_json
+from inventory.seatmap import seat_map_read
 
 
 class SeatSerializer(serializers.Serializer):
@@ -71,7 +72,14 @@ class TierSeatMapView(APIView):
                 code=ErrorCode.TIER_NOT_FOUND,
                 details={"kind": tier.kind},
             )
-        body = seat_map_json(
+        body = seat_map_read(
             event_id=tier.event_id, tier_id=tier.id, sold_claim_status=ClaimStatus.CONFIRMED
         )
-        return HttpResponse(body, content_type="application/json")
+        # Served as cached (gzipped) to clients that accept it: no work here.
+        if body.gzipped and "gzip" in request.headers.get("Accept-Encoding", ""):
+            response = HttpResponse(body.gzipped, content_type="application/json")
+            response["Content-Encoding"] = "gzip"
+        else:
+            response = HttpResponse(body.json(), content_type="application/json")
+        patch_vary_headers(response, ["Accept-Encoding"])
+        return response

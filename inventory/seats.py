@@ -13,8 +13,10 @@ instead of waiting."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Sequence
+from itertools import islice
 
 from django.db import connection, transaction
 
@@ -36,6 +38,7 @@ FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, valu
 # it reads the free seats again, and how many reads before "busy, retry".
 BEST_TRIES_PER_READ = 16
 BEST_READS = 3
+_random = random.Random()
 
 
 class SeatsTaken(Exception):
@@ -87,23 +90,27 @@ def seats_lock_best(*, tier_id: uuid.UUID, quantity: int) -> list[str]:
     """Best available (``inventory.seating``): lock the best ``quantity``
     free seats of the tier and return their labels. Each candidate is tried
     in a savepoint, so a candidate another claim took first leaves no lock
-    behind. Raises SeatsTaken([]) when fewer than ``quantity`` seats are free
-    and Busy when every candidate was taken under us. Must run inside a
+    behind. When the best one is taken (claims racing for the same best
+    seats), the next candidates are tried in random order, so the racers
+    spread out instead of all colliding on the second best, then the third.
+    Raises SeatsTaken([]) when fewer than ``quantity`` seats are free and
+    Busy when every candidate was taken under us. Must run inside a
     transaction."""
     seats = tier_seats(tier_id=tier_id)
     for _ in range(BEST_READS):
         free = seats_free(tier_id=tier_id)
-        tried = 0
-        for candidate in best_available(seats=seats, free=free, quantity=quantity):
+        candidates = list(
+            islice(best_available(seats=seats, free=free, quantity=quantity), BEST_TRIES_PER_READ)
+        )
+        if not candidates:
+            raise SeatsTaken([])
+        rest = candidates[1:]
+        _random.shuffle(rest)
+        for candidate in [candidates[0], *rest]:
             try:
                 return seats_lock(tier_id=tier_id, labels=candidate, skip_locked=True)
             except SeatsTaken:
-                tried += 1
-                if tried >= BEST_TRIES_PER_READ:
-                    break
-        else:
-            if tried == 0:
-                raise SeatsTaken([])
+                continue
     raise Busy("Seats are being claimed right now; retry shortly.")
 
 

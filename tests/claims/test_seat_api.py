@@ -3,6 +3,8 @@ seats, with the error envelope for every refusal."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import time
 
 import pytest
@@ -171,3 +173,15 @@ def test_bad_seat_input_is_422(api, tier, payload, code):
     assert response.status_code in (400, 422), response.json()
     assert response.json()["error"]["code"] == code
     assert Claim.objects.count() == 0
+
+
+def test_a_client_that_accepts_gzip_gets_the_map_as_cached(api, tier):
+    plain = seat_map(api, tier)
+    assert "gzip" not in plain.get("Content-Encoding", "")
+    zipped = api.get(
+        f"/api/v1/events/{tier.event_id}/tiers/{tier.id}/seats/", HTTP_ACCEPT_ENCODING="gzip, br"
+    )
+    assert zipped.status_code == 200
+    assert zipped["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in zipped["Vary"]
+    assert json.loads(gzip.decompress(zipped.content)) == plain.json()

@@ -3,19 +3,29 @@ best available, seats back on release, the Redis counter kept with them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from claims.domain import ReleaseReason
 from claims.models import Claim, IssuedTicket
-from claims.services import claim_confirm, claim_create, claim_reinstate, claim_release
+from claims.services import (
+    claim_confirm,
+    claim_create,
+    claim_reinstate,
+    claim_release,
+    claims_expire,
+)
 from events.models import TierKind
 from fairqueue.errors import AppError
 from inventory.models import Ticket
+from inventory.seatmap import seat_map_json
 from inventory.signals import seats_changed
 from tests.support.sales import (
     admit_directly,
     claim_seats,
     counter,
+    expire,
     in_flight,
     make_customers,
     on_sale,
@@ -188,3 +198,28 @@ def test_a_late_payment_reinstates_the_same_seats_or_none(tier):
     assert claim_reinstate(claim_id=claim.pk) is False
     assert held_labels(tier) == ["A-2"]
     assert Claim.objects.get(pk=claim.pk).status == "RELEASED"
+
+
+def test_seats_are_claimed_and_mapped_from_postgres_while_redis_is_stopped(own_redis):
+    tier = on_sale_reserved(rows=1, seats_per_row=4, max_tickets_per_customer=2)
+    first, second = admit_directly(tier.event, make_customers(2))
+    own_redis.stop()
+    assert sorted(claim_seats(tier, first, ["A-1", "A-2"]).seats) == ["A-1", "A-2"]
+    with pytest.raises(AppError) as caught:
+        claim_seats(tier, second, ["A-2", "A-3"])
+    assert (caught.value.code, caught.value.details) == ("seats_unavailable", {"seats": ["A-2"]})
+    body = json.loads(
+        seat_map_json(event_id=tier.event_id, tier_id=tier.id, sold_claim_status="CONFIRMED")
+    )
+    assert [s["status"] for s in body["seats"]] == ["held", "held", "available", "available"]
+
+
+def test_expired_seats_go_back_on_sale_and_are_announced(tier, changes):
+    buyer = admit_directly(tier.event, make_customers(1))[0]
+    claim = claim_seats(tier, buyer, ["A-9", "A-10"])
+    expire(claim)
+    claims_expire()
+    assert held_labels(tier) == []
+    assert counter(tier) == 30
+    assert sorted(c["label"] for c in changes[-1]["changes"]) == ["A-10", "A-9"]
+    assert {c["status"] for c in changes[-1]["changes"]} == {"available"}

@@ -20,6 +20,7 @@ import redis
 from fairqueue import devstack
 from fairqueue import redis as app_redis_module
 from fairqueue.devstack.processes import spawn
+from inventory import seatmap as seatmap_module
 from inventory import store as inventory_store_module
 from queueing import store as queue_store_module
 
@@ -68,6 +69,7 @@ def app_redis(server: RedisServer, monkeypatch: Any, settings: Any) -> Iterator[
     monkeypatch.setattr(app_redis_module, "_client", None)
     monkeypatch.setattr(queue_store_module, "_store", None)
     monkeypatch.setattr(inventory_store_module, "_store", None)
+    monkeypatch.setattr(seatmap_module, "_store", None)
     try:
         yield server
     finally:
