@@ -88,28 +88,45 @@ def _row_key(seats: Sequence[Seat]) -> tuple[float, int, str, str]:
     return (min(ys) if ys else math.inf, len(first.row), first.row, first.section)
 
 
-def best_available(*, seats: Sequence[Seat], free: set[str], quantity: int) -> Iterator[list[str]]:
+def rank_rows(seats: Sequence[Seat]) -> list[list[Seat]]:
+    """The rows of a map, nearest the stage first, each in seat-number order."""
+    rows: dict[tuple[str, str], list[Seat]] = {}
+    for seat in seats:
+        rows.setdefault((seat.section, seat.row), []).append(seat)
+    return [sorted(row, key=lambda s: s.number) for row in sorted(rows.values(), key=_row_key)]
+
+
+def best_available(
+    *,
+    seats: Sequence[Seat],
+    free: set[str],
+    quantity: int,
+    ranked: Sequence[Sequence[Seat]] | None = None,
+    split: bool = True,
+    accessible: bool = True,
+) -> Iterator[list[str]]:
     """Candidate seat sets for ``quantity`` seats, best first (the rule in
     the module's docstring): every adjacent block of every row in rank
     order, then the best split. ``seats`` is the whole map (blocked seats
-    left out), ``free`` the labels free now. Yields nothing when fewer than
-    ``quantity`` seats are free."""
+    left out), ``free`` the labels free now; ``ranked`` its ``rank_rows``
+    when the caller keeps them. ``split=False``: adjacent blocks only;
+    ``accessible=False``: never accessible seats. Yields nothing when fewer
+    than ``quantity`` seats are free."""
     if quantity < 1 or len(free) < quantity:
         return
-    for accessible_too in (False, True):
+    rows = rank_rows(seats) if ranked is None else ranked
+    for accessible_too in (False, True) if accessible else (False,):
         usable = {
             s.label for s in seats if s.label in free and (accessible_too or not s.accessible)
         }
         if len(usable) < quantity:
             continue
-        rows: dict[tuple[str, str], list[Seat]] = {}
-        for seat in seats:
-            rows.setdefault((seat.section, seat.row), []).append(seat)
-        ranked = sorted(rows.values(), key=_row_key)
-        for row in ranked:
+        for row in rows:
             yield from _blocks(row, usable, quantity)
+        if not split:
+            continue
         singles: list[tuple[int, float, str]] = []
-        for rank, row in enumerate(ranked):
+        for rank, row in enumerate(rows):
             centre = _centre(row)
             singles += [(rank, abs(s.number - centre), s.label) for s in row if s.label in usable]
         yield [label for _, _, label in sorted(singles)[:quantity]]
@@ -124,7 +141,7 @@ def _centre(row: Sequence[Seat]) -> float:
 def _blocks(row: Sequence[Seat], usable: set[str], quantity: int) -> list[list[str]]:
     """The row's blocks of ``quantity`` free seats with consecutive numbers,
     nearest the row's centre first."""
-    by_number = sorted(row, key=lambda s: s.number)
+    by_number = sorted(row, key=lambda s: s.number)  # already so when ranked
     centre = _centre(by_number)
     found: list[tuple[float, int, list[str]]] = []
     run: list[Seat] = []

@@ -14,15 +14,17 @@ instead of waiting."""
 from __future__ import annotations
 
 import random
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from itertools import islice
 
 from django.db import connection, transaction
 
 from fairqueue.errors import Busy, InvalidInput
 from inventory.models import Ticket
-from inventory.seating import Seat, best_available
+from inventory.seating import Seat, best_available, rank_rows
 from inventory.services import TABLE
 
 # The chosen seats of a tier that are free, locked in id order (the row
@@ -34,10 +36,18 @@ WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
 ORDER BY id
 FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, values are parameters)
 
-# How many candidate seat sets best available tries (each a savepoint) before
-# it reads the free seats again, and how many reads before "busy, retry".
-BEST_TRIES_PER_READ = 16
-BEST_READS = 3
+_FREE_SQL = f"""
+SELECT label FROM {TABLE}
+WHERE tier_id = %s AND label IS NOT NULL AND claim_id IS NULL AND NOT blocked"""  # noqa: S608
+_FREE_AMONG_SQL = f"{_FREE_SQL} AND label = ANY(%s)"
+
+# How many candidate seat sets best available tries (each a savepoint)
+# before "busy, retry", and among how many of the best left it picks after a
+# candidate was taken under it.
+BEST_TRIES = 32
+BEST_SPREAD = 4
+# Best available reads the free seats of this many seats' rows at a time.
+CHUNK_SEATS = 1000
 _random = random.Random()
 
 
@@ -88,30 +98,106 @@ def seats_lock(
 
 def seats_lock_best(*, tier_id: uuid.UUID, quantity: int) -> list[str]:
     """Best available (``inventory.seating``): lock the best ``quantity``
-    free seats of the tier and return their labels. Each candidate is tried
-    in a savepoint, so a candidate another claim took first leaves no lock
-    behind. When the best one is taken (claims racing for the same best
-    seats), the next candidates are tried in random order, so the racers
-    spread out instead of all colliding on the second best, then the third.
-    Raises SeatsTaken([]) when fewer than ``quantity`` seats are free and
-    Busy when every candidate was taken under us. Must run inside a
-    transaction."""
-    seats = tier_seats(tier_id=tier_id)
-    for _ in range(BEST_READS):
-        free = seats_free(tier_id=tier_id)
-        candidates = list(
-            islice(best_available(seats=seats, free=free, quantity=quantity), BEST_TRIES_PER_READ)
+    free seats of the tier and return their labels.
+
+    The rows are searched nearest the stage first, a few at a time
+    (``CHUNK_SEATS``; only their free seats are read), for an adjacent block
+    of ordinary seats; only when no row has one is the whole map read for
+    the rest of the rule (accessible seats, then the best split). Each
+    candidate is tried in a savepoint, so one another claim took first
+    leaves no lock behind; the seats it could not have are then left out,
+    and the next choice is made at random among the few best left (claims
+    racing for the same best seats spread out instead of queueing on each
+    next best in turn). Raises SeatsTaken([]) when fewer than ``quantity``
+    seats are free and Busy when every try was taken under us. Must run
+    inside a transaction."""
+    seats, ranked = _layout(tier_id)
+    tries = [0]
+    for rows in _chunks(ranked):
+        chunk = [seat for row in rows for seat in row]
+        free = seats_free(tier_id=tier_id, labels=[seat.label for seat in chunk])
+        blocks = partial(
+            best_available,
+            seats=chunk,
+            quantity=quantity,
+            ranked=rows,
+            split=False,
+            accessible=False,
         )
-        if not candidates:
-            raise SeatsTaken([])
-        rest = candidates[1:]
-        _random.shuffle(rest)
-        for candidate in [candidates[0], *rest]:
-            try:
-                return seats_lock(tier_id=tier_id, labels=candidate, skip_locked=True)
-            except SeatsTaken:
-                continue
+        got = _lock_first(tier_id, free, tries, blocks)
+        if got:
+            return got
+    free = seats_free(tier_id=tier_id)
+    got = _lock_first(
+        tier_id,
+        free,
+        tries,
+        partial(best_available, seats=seats, quantity=quantity, ranked=ranked),
+    )
+    if got:
+        return got
+    if len(free) < quantity:
+        raise SeatsTaken([])
     raise Busy("Seats are being claimed right now; retry shortly.")
+
+
+def _lock_first(
+    tier_id: uuid.UUID,
+    free: set[str],
+    tries: list[int],
+    candidates: Callable[..., Iterator[list[str]]],
+) -> list[str] | None:
+    """Lock the first candidate that can be had (the very best first, then
+    one at random among the ``BEST_SPREAD`` best left); None when there is
+    none, or after ``BEST_TRIES`` tries in all (``tries`` counts them)."""
+    first = True
+    while tries[0] < BEST_TRIES:
+        best = list(islice(candidates(free=free), 1 if first else BEST_SPREAD))
+        if not best:
+            return None
+        first = False
+        tries[0] += 1
+        try:
+            return seats_lock(tier_id=tier_id, labels=_random.choice(best), skip_locked=True)
+        except SeatsTaken as exc:
+            free -= set(exc.labels)
+    return None
+
+
+def _chunks(ranked: Sequence[Sequence[Seat]]) -> Iterator[Sequence[Sequence[Seat]]]:
+    """The ranked rows, a few at a time (about ``CHUNK_SEATS`` seats)."""
+    start, size = 0, 0
+    for end, row in enumerate(ranked, start=1):
+        size += len(row)
+        if size >= CHUNK_SEATS:
+            yield ranked[start:end]
+            start, size = end, 0
+    if start < len(ranked):
+        yield ranked[start:]
+
+
+# The seat layout of a tier changes only when its map is replaced or seats
+# are (un)blocked: best available keeps it, ranked, per process for a few
+# seconds (a 20,000-seat map is not read and sorted on every claim). A stale
+# layout only offers a candidate the lock then refuses (it re-checks blocked
+# and free) or misses a just-unblocked seat for a moment.
+LAYOUT_TTL_SECONDS = 5.0
+_layouts: dict[uuid.UUID, tuple[float, list[Seat], list[list[Seat]]]] = {}
+
+
+def _layout(tier_id: uuid.UUID) -> tuple[list[Seat], list[list[Seat]]]:
+    now = time.monotonic()
+    cached = _layouts.get(tier_id)
+    if cached is not None and now - cached[0] < LAYOUT_TTL_SECONDS:
+        return cached[1], cached[2]
+    seats = tier_seats(tier_id=tier_id)
+    ranked = rank_rows(seats)
+    _layouts[tier_id] = (now, seats, ranked)
+    return seats, ranked
+
+
+def layout_forget(tier_id: uuid.UUID) -> None:
+    _layouts.pop(tier_id, None)
 
 
 def tier_seats(*, tier_id: uuid.UUID) -> list[Seat]:
@@ -125,11 +211,15 @@ def tier_seats(*, tier_id: uuid.UUID) -> list[Seat]:
     ]
 
 
-def seats_free(*, tier_id: uuid.UUID) -> set[str]:
-    labels = Ticket.objects.filter(
-        tier_id=tier_id, label__isnull=False, claim__isnull=True, blocked=False
-    ).values_list("label", flat=True)
-    return {label for label in labels if label}
+def seats_free(*, tier_id: uuid.UUID, labels: Sequence[str] | None = None) -> set[str]:
+    """Labels of the tier's free seats (of ``labels`` only, when given)."""
+    if labels is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(_FREE_AMONG_SQL, [tier_id, list(labels)])
+            return {row[0] for row in cursor.fetchall()}
+    with connection.cursor() as cursor:
+        cursor.execute(_FREE_SQL, [tier_id])
+        return {row[0] for row in cursor.fetchall()}
 
 
 def seats_replace(*, tier_id: uuid.UUID, seats: Sequence[Seat]) -> int:
@@ -144,6 +234,7 @@ def seats_replace(*, tier_id: uuid.UUID, seats: Sequence[Seat]) -> int:
         raise InvalidInput("Seat labels must be unique.", details={"duplicates": duplicates})
     if Ticket.objects.filter(tier_id=tier_id, claim__isnull=False).exists():
         raise InvalidInput("The seat map cannot change while seats are held or sold.")
+    layout_forget(tier_id)
     with transaction.atomic():
         Ticket.objects.filter(tier_id=tier_id).delete()
         Ticket.objects.bulk_create(
@@ -182,6 +273,7 @@ def seats_set_blocked(*, tier_id: uuid.UUID, labels: Sequence[str], blocked: boo
             Ticket.objects.filter(id__in=ids).order_by("label").values_list("label", flat=True)
         )
         Ticket.objects.filter(id__in=ids).update(blocked=blocked)
+    layout_forget(tier_id)
     return [label for label in changed if label]
 
 

@@ -18,8 +18,10 @@ from claims.services import (
 )
 from events.models import TierKind
 from fairqueue.errors import AppError
+from inventory import seats as inventory_seats
 from inventory.models import Ticket
 from inventory.seatmap import seat_map_json
+from inventory.services import inventory_sync_event
 from inventory.signals import seats_changed
 from tests.support.sales import (
     admit_directly,
@@ -223,3 +225,29 @@ def test_expired_seats_go_back_on_sale_and_are_announced(tier, changes):
     assert counter(tier) == 30
     assert sorted(c["label"] for c in changes[-1]["changes"]) == ["A-10", "A-9"]
     assert {c["status"] for c in changes[-1]["changes"]} == {"available"}
+
+
+@pytest.mark.parametrize("chunk_seats", [1, 4, 1000])
+def test_best_available_reads_rows_a_few_at_a_time_and_splits_last(
+    monkeypatch, chunk_seats, changes
+):
+    monkeypatch.setattr(inventory_seats, "CHUNK_SEATS", chunk_seats)
+    tier = on_sale_reserved(rows=3, seats_per_row=4, max_tickets_per_customer=3)
+    # Row A: free (no pair); row B full; row C: C-3, C-4 free.
+    taken = ["A-2", "A-4", "B-1", "B-2", "B-3", "B-4", "C-1", "C-2"]
+    Ticket.objects.filter(tier=tier, label__in=taken).update(blocked=True)
+    inventory_sync_event(event_id=tier.event_id)
+    buyers = admit_directly(tier.event, make_customers(2))
+
+    def best(admitted, quantity):
+        return claim_create(
+            event_id=tier.event_id,
+            customer_id=admitted.customer.id,
+            admission_token=admitted.token,
+            tier_id=tier.id,
+            quantity=quantity,
+        )
+
+    assert sorted(best(buyers[0], 2).seats) == ["C-3", "C-4"]
+    # Now no row has two free seats side by side: the best split.
+    assert sorted(best(buyers[1], 2).seats) == ["A-1", "A-3"]
