@@ -17,6 +17,7 @@ from customers.throttling import RateLimitStore
 from fairqueue import redis as rule
 from fairqueue.errors import Busy
 from fairqueue.redis import RedisStore, RedisUnavailable, best_effort, make_client, required
+from inventory.seatmap import SeatMapStore
 from inventory.store import InventoryStore, Reservation
 from queueing.store import QueueStore
 from queueing.ws_tickets import WsTicketStore
@@ -24,7 +25,14 @@ from queueing.ws_tickets import WsTicketStore
 REPO = Path(__file__).resolve().parent.parent
 # The rule itself.
 OUTSIDE_THE_RULE = {"fairqueue/redis.py"}
-STORES = (QueueStore, InventoryStore, AuthStateStore, RateLimitStore, WsTicketStore)
+STORES = (
+    QueueStore,
+    InventoryStore,
+    AuthStateStore,
+    RateLimitStore,
+    WsTicketStore,
+    SeatMapStore,
+)
 # Code naming the exception (a docstring may mention it).
 CATCHING = re.compile(r"except[^:\n]*RedisError|redis\.(exceptions\.)?RedisError")
 
