@@ -58,7 +58,8 @@ def tickets_within_inventory(event: Event, options: Options) -> Found:
 @check(invariant=1)
 def claims_hold_their_tickets(event: Event, options: Options) -> Found:
     """Every CLAIMED or CONFIRMED claim holds exactly ``quantity`` ticket rows,
-    all of its own tier, and its tier belongs to its event."""
+    all of its own tier, and its tier belongs to its event; on reserved
+    seating, exactly the seats it names, none of them blocked."""
     short = value(
         f"SELECT COUNT(*) FROM {CLAIM} c WHERE c.event_id = %s AND c.status = ANY(%s) "  # noqa: S608
         f"AND c.quantity <> (SELECT COUNT(*) FROM {TICKET} k WHERE k.claim_id = c.id)",
@@ -74,6 +75,18 @@ def claims_hold_their_tickets(event: Event, options: Options) -> Found:
         "WHERE c.event_id = %s AND t.event_id <> c.event_id",
         [event.pk],
     )
+    wrong_seats = value(
+        f"SELECT COUNT(*) FROM {CLAIM} c, LATERAL (SELECT ARRAY(SELECT k.label::text "  # noqa: S608
+        f"FROM {TICKET} k WHERE k.claim_id = c.id) AS labels) held "
+        "WHERE c.event_id = %s AND c.status = ANY(%s) AND cardinality(c.seats) > 0 "
+        "AND NOT (c.seats::text[] <@ held.labels AND c.seats::text[] @> held.labels)",
+        [event.pk, HOLDING],
+    )
+    blocked_held = value(
+        f"SELECT COUNT(*) FROM {TICKET} k JOIN {CLAIM} c ON c.id = k.claim_id "  # noqa: S608
+        "WHERE c.event_id = %s AND k.blocked",
+        [event.pk],
+    )
     problems = []
     if short:
         problems.append(f"{plural(short, 'holding claim')} whose ticket rows != quantity")
@@ -81,6 +94,10 @@ def claims_hold_their_tickets(event: Event, options: Options) -> Found:
         problems.append(f"{plural(wrong_tier, 'ticket row')} held by a claim of another tier")
     if foreign:
         problems.append(f"{plural(foreign, 'claim')} on a tier of another event")
+    if wrong_seats:
+        problems.append(f"{plural(wrong_seats, 'holding claim')} not holding the seats it names")
+    if blocked_held:
+        problems.append(f"{plural(blocked_held, 'blocked seat')} held by a claim")
     holding = Claim.objects.filter(event_id=event.pk, status__in=HOLDING).count()
     return Found(problems, f"{plural(holding, 'holding claim')}, each with its ticket rows")
 

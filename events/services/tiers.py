@@ -125,8 +125,11 @@ def tier_update(
         )
     if tier is None:
         raise NotFound("No such tier.", code=ErrorCode.TIER_NOT_FOUND)
-    if tier.kind == TierKind.RESERVED:
-        inventory = tier.inventory  # the seat map decides (events.services.seatmaps)
+    if tier.kind == TierKind.RESERVED and inventory != tier.inventory:
+        raise InvalidInput(
+            "A reserved tier's inventory is its number of seats: change its seat map instead.",
+            details={"inventory": tier.inventory},
+        )
     tier_spec_validate(TierSpec(name, price, inventory))
     if tier.event.status == EventStatus.ENDED:
         raise InvalidTransition("The tiers of an ended event cannot be changed.")

@@ -18,7 +18,15 @@ from fairqueue.errors import NotFound
 from inventory.models import Ticket
 from tests.support.factories import CustomerFactory, EventFactory
 from tests.support.invariants import failing
-from tests.support.sales import admit_directly, claim_one, expire, hold_tickets, make_customers
+from tests.support.sales import (
+    admit_directly,
+    claim_one,
+    claim_seats,
+    expire,
+    hold_tickets,
+    make_customers,
+    on_sale_reserved,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -222,3 +230,16 @@ def test_more_tickets_than_allowed_fail_invariant_6(paid_sale):
         "one_purchase_per_customer": f"customer {claim.customer_id}: 1 holding claim of "
         "2 tickets (max 1)"
     }
+
+
+def test_a_claim_not_holding_the_seats_it_names_fails_invariant_1():
+    tier = on_sale_reserved(rows=1, seats_per_row=4, max_tickets_per_customer=2)
+    claim = claim_seats(tier, admit_directly(tier.event, make_customers(1))[0], ["A-1", "A-2"])
+    assert "claims_hold_their_tickets" not in failing(tier.event)
+
+    Claim.objects.filter(pk=claim.pk).update(seats=["A-1", "A-3"])
+    Ticket.objects.filter(tier=tier, label="A-1").update(blocked=True)
+
+    assert failing(tier.event)["claims_hold_their_tickets"] == (
+        "1 holding claim not holding the seats it names; 1 blocked seat held by a claim"
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from events.models import Event, TicketTier
-from events.services import seat_map_generate, seat_map_import_csv, seats_block
+from events.services import seat_map_generate, seat_map_import_csv, seats_block, tier_update
 from fairqueue.errors import AppError
 from inventory.models import Ticket
 from inventory.seating import parse_seat_rows
@@ -119,3 +119,13 @@ def test_blocked_seats_leave_the_sale_and_come_back():
 def test_a_csv_header_is_skipped_and_blank_lines_ignored():
     seats = parse_seat_rows([["section", "row", "number"], [], ["", "B", "2"]])
     assert [(s.label, s.x, s.y) for s in seats] == [("B-2", 2.0, 1.0)]
+
+
+def test_a_reserved_tiers_inventory_follows_its_seats_only():
+    tier = on_sale_reserved(rows=1, seats_per_row=3)
+    with pytest.raises(AppError) as caught:
+        tier_update(tier_id=tier.id, name=tier.name, price=tier.price, inventory=10)
+    assert caught.value.status == 422
+    renamed = tier_update(tier_id=tier.id, name="Front", price=900, inventory=3)
+    assert (renamed.name, renamed.price, renamed.inventory) == ("Front", 900, 3)
+    assert labels(tier) == ["A-1", "A-2", "A-3"]
