@@ -136,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         share = daphne_cpu / all_in * 100
         print(f"  daphne CPU              {daphne_cpu:.1f} s ({share:.0f}% of a core until all in)")
         print(f"  client CPU              {sum(r['cpu_seconds'] for r in records):.1f} s")
+        events: dict[str, int] = {}
+        for r in records:
+            for key, n in r["counts"].items():
+                events[key] = events.get(key, 0) + n
+        print(f"  client events           {events or 'none'}")
         print(f"  load average            {os.getloadavg()[0]:.1f} (1 min, at the end)")
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
