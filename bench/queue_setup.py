@@ -65,8 +65,8 @@ def make_customers(tag: str, n: int) -> list[tuple[str, str]]:
     table = Customer._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (id, email, created_at) "  # noqa: S608
-            "SELECT gen_random_uuid(), %s || i || %s, now() FROM generate_series(1, %s) i "
+            f"INSERT INTO {table} (id, email, token_version, created_at) "  # noqa: S608
+            "SELECT gen_random_uuid(), %s || i || %s, 0, now() FROM generate_series(1, %s) i "
             "RETURNING id::text, email",
             [f"bench-{tag}-", f"@{EMAIL_DOMAIN}", n],
         )
@@ -88,8 +88,8 @@ def seed_waiting(event_id: uuid.UUID, tag: str, n: int) -> None:
         for start in range(0, n, step):
             count = min(step, n - start)
             cursor.execute(
-                f"WITH c AS (INSERT INTO {customers} (id, email, created_at) "  # noqa: S608
-                "SELECT gen_random_uuid(), %s || i || %s, now() "
+                f"WITH c AS (INSERT INTO {customers} (id, email, token_version, created_at) "  # noqa: S608
+                "SELECT gen_random_uuid(), %s || i || %s, 0, now() "
                 "FROM generate_series(%s, %s) i RETURNING id) "
                 f"INSERT INTO {entries} (id, event_id, customer_id, status, score, prequeue, "
                 "joined_at) SELECT gen_random_uuid(), %s, c.id, 'WAITING', "
