@@ -119,7 +119,7 @@ def cleanup(event_ids: list[uuid.UUID]) -> None:
     from events.models import Event, TicketTier
     from fairqueue.redis import get_redis
     from inventory.models import Ticket
-    from queueing.models import QueueEntry
+    from queueing.models import AdmissionState, QueueEntry
 
     ids = [str(e) for e in event_ids]
     with connection.cursor() as cursor:
@@ -134,6 +134,10 @@ def cleanup(event_ids: list[uuid.UUID]) -> None:
         )
         cursor.execute(
             f"DELETE FROM {TicketTier._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {AdmissionState._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
             [ids],
         )
         cursor.execute(
