@@ -65,8 +65,8 @@ def make_customers(tag: str, n: int) -> list[tuple[str, str]]:
     table = Customer._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (id, email, created_at) "  # noqa: S608
-            "SELECT gen_random_uuid(), %s || i || %s, now() FROM generate_series(1, %s) i "
+            f"INSERT INTO {table} (id, email, token_version, created_at) "  # noqa: S608
+            "SELECT gen_random_uuid(), %s || i || %s, 0, now() FROM generate_series(1, %s) i "
             "RETURNING id::text, email",
             [f"bench-{tag}-", f"@{EMAIL_DOMAIN}", n],
         )
@@ -119,7 +119,7 @@ def cleanup(event_ids: list[uuid.UUID]) -> None:
     from events.models import Event, TicketTier
     from fairqueue.redis import get_redis
     from inventory.models import Ticket
-    from queueing.models import QueueEntry
+    from queueing.models import AdmissionState, QueueEntry
 
     ids = [str(e) for e in event_ids]
     with connection.cursor() as cursor:
@@ -134,6 +134,10 @@ def cleanup(event_ids: list[uuid.UUID]) -> None:
         )
         cursor.execute(
             f"DELETE FROM {TicketTier._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
+            [ids],
+        )
+        cursor.execute(
+            f"DELETE FROM {AdmissionState._meta.db_table} WHERE event_id::text = ANY(%s)",  # noqa: S608
             [ids],
         )
         cursor.execute(
