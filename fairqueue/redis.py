@@ -56,6 +56,23 @@ Client = redis.Redis | RedisCluster
 # own that are not RedisErrors (no seed node reachable, a slot no node serves).
 REDIS_FAILURES: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterException)
 
+_REDIS_PY = Path(redis.__file__).parent
+
+
+def _torn_connection(exc: BaseException) -> bool:
+    """An AttributeError raised inside redis-py itself: a pooled connection
+    torn down by another thread while this one read from it. redis-py's
+    cluster client does that when a node fails (it refreshes the slot map
+    and drops that node's connections under the threads using them); for the
+    caller it is one more lost connection."""
+    if not isinstance(exc, AttributeError) or exc.__traceback__ is None:
+        return False
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return Path(tb.tb_frame.f_code.co_filename).is_relative_to(_REDIS_PY)
+
+
 _client: Client | None = None
 _layer_client: redis.Redis | None = None
 _client_lock = threading.Lock()
@@ -255,6 +272,11 @@ def required(method: Callable[P, T]) -> Callable[P, T]:
         except REDIS_FAILURES as exc:
             redis_failed(method.__qualname__)
             raise RedisUnavailable() from exc
+        except AttributeError as exc:
+            if not _torn_connection(exc):
+                raise
+            redis_failed(method.__qualname__)
+            raise RedisUnavailable() from exc
 
     setattr(wrapper, "redis_failure", "required")  # noqa: B010  (what the tests check)
     return wrapper
@@ -270,6 +292,11 @@ def best_effort(default: D) -> Callable[[Callable[P, T]], Callable[P, T | D]]:
             try:
                 return method(*args, **kwargs)
             except REDIS_FAILURES:
+                redis_failed(method.__qualname__)
+                return default
+            except AttributeError as exc:
+                if not _torn_connection(exc):
+                    raise
                 redis_failed(method.__qualname__)
                 return default
 

@@ -152,3 +152,28 @@ def test_a_master_restarted_empty_mid_sale_is_healed_from_postgres(
     waiting = QueueEntry.objects.filter(event=event, status="WAITING").count()
     assert queue_store().sizes(event_id=event.id)[0] == waiting
     assert inventory_store().available(event_id=event.id, tier_ids=[tier.id])[str(tier.id)] == 3
+
+
+def test_a_connection_torn_inside_redis_py_is_a_redis_failure_and_nothing_else_is():
+    """redis-py's cluster client can tear down a pooled connection under a
+    thread reading from it (a node failed, another thread refreshed the slot
+    map): the AttributeError it raises inside redis-py is a Redis failure."""
+    torn = redis.Redis(decode_responses=True)
+
+    @app_redis.best_effort("default")
+    def read_on_torn() -> object:
+        return torn.parse_response(None, "PING")  # None: a connection torn down
+
+    @app_redis.required
+    def required_on_torn() -> object:
+        return torn.parse_response(None, "PING")
+
+    @app_redis.best_effort("default")
+    def our_own_bug() -> object:
+        return None.missing  # type: ignore[attr-defined]
+
+    assert read_on_torn() == "default"
+    with pytest.raises(RedisUnavailable):
+        required_on_torn()
+    with pytest.raises(AttributeError):
+        our_own_bug()

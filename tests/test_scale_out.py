@@ -48,7 +48,7 @@ CUSTOMERS = 36
 TICKETS = 12
 BATCH = 3
 WINDOW_SECONDS = 15
-SALE_TIMEOUT_S = 60
+SALE_TIMEOUT_S = 240
 
 
 @pytest.fixture
@@ -65,7 +65,9 @@ def fleet(transactional_db, tmp_path, redis_backend, settings) -> Iterator[dict[
         PAYSTACK_SECRET_KEY=settings.PAYSTACK_SECRET_KEY,
         REDIS_CLUSTER_URL=settings.REDIS_CLUSTER_URL if redis_backend == "cluster" else "",
         PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+        PAYMENT_STALE_SECONDS="20",
     )
+    settings.PAYMENT_STALE_SECONDS = 20  # the settle phase's reconciliation, run here
     (tmp_path / "metrics").mkdir()
     group = Fleet(tmp_path, env)
     sandbox = None
@@ -108,6 +110,20 @@ class Customer_:
         return [members[first], members[1 - first]]
 
     def http(self, method: str, path: str, body: Any = None, **headers: str):
+        """As the pages do: a 503, or a 409 while the same Idempotency-Key
+        is in progress (its first request died with its web process), is
+        asked again after Retry-After."""
+        for _ in range(150):
+            answer = self._once(method, path, body, **headers)
+            busy = answer.status_code == 503 or (
+                answer.status_code == 409 and "Retry-After" in answer.headers
+            )
+            if not busy:
+                return answer
+            time.sleep(min(2.0, float(answer.headers.get("Retry-After", 1))))
+        return answer
+
+    def _once(self, method: str, path: str, body: Any = None, **headers: str):
         last: Exception | None = None
         for web in self._ordered("web"):
             try:
@@ -157,16 +173,12 @@ class Customer_:
             sock.close()
 
     def buy(self, tier_id: str, sandbox_url: str) -> None:
-        for _ in range(100):  # 503 busy: retry, as the pages do
-            answer = self.http(
-                "post",
-                f"/api/v1/events/{self.event_id}/claims/",
-                {"admission_token": self.admission_token, "tier_id": tier_id, "quantity": 1},
-                **{"Idempotency-Key": f"claim-{self.id}"},
-            )
-            if answer.status_code != 503:
-                break
-            time.sleep(0.1)
+        answer = self.http(
+            "post",
+            f"/api/v1/events/{self.event_id}/claims/",
+            {"admission_token": self.admission_token, "tier_id": tier_id, "quantity": 1},
+            **{"Idempotency-Key": f"claim-{self.id}"},
+        )
         if answer.status_code != 201:
             assert answer.status_code in (409, 410), answer.text  # sold out, never a 500
             self.outcome = f"claim:{answer.json()['error']['code']}"
@@ -178,7 +190,9 @@ class Customer_:
             {},
             **{"Idempotency-Key": f"pay-{self.id}"},
         )
-        assert answer.status_code == 201, answer.text
+        # 200: a retry found the payment its first request (on a killed web
+        # process) had opened; the same checkout goes on.
+        assert answer.status_code in (200, 201), answer.text
         paid = requests.post(
             f"{sandbox_url}/_sandbox/pay/{answer.json()['reference']}",
             json={"outcome": "success", "wait": True},
@@ -245,9 +259,8 @@ def test_two_of_every_process_sell_one_sale_and_survive_losing_one_of_each(fleet
             killed = True
         time.sleep(0.2)
     assert killed and sold(event_id) == TICKETS, (
-        status_counts(event_id=event_id),
-        Counter(c.outcome for c in customers),
-        fleet["fleet"].logs(),
+        f"{status_counts(event_id=event_id)}\n{Counter(c.outcome for c in customers)}\n"
+        + fleet["fleet"].logs()
     )
 
     assert fleet["worker"][0].proc.poll() is not None and fleet["beat"].proc.poll() is None

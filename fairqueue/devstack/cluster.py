@@ -185,6 +185,15 @@ class RedisClusterServer:
         node.start()
         self.wait_ok()
 
+    def ensure_running(self) -> None:
+        """Start again any node that is down (a test that killed one failed
+        before it could start it), then wait until the cluster is ok."""
+        down = [n for n in self.nodes if n.proc is None or n.proc.poll() is not None]
+        for node in down:
+            node.start()
+        if down:
+            self.wait_ok()
+
     def flush(self) -> None:
         for node in self.nodes:
             node.command("FLUSHDB")

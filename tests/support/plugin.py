@@ -69,6 +69,7 @@ def on_cluster(request, settings) -> Iterator[RedisClusterServer]:
     """The hot data on the session's Redis Cluster (REDIS_CLUSTER_URL), empty;
     the channel layer and the broker stay on the suite's Redis."""
     cluster: RedisClusterServer = request.getfixturevalue("redis_cluster")
+    cluster.ensure_running()
     cluster.flush()
     settings.REDIS_CLUSTER_URL = cluster.url
     app_redis_module.reset_clients()
