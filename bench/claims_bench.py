@@ -37,7 +37,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -83,14 +82,10 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     """Event, tier, tickets, admitted customers and their tokens."""
     from django.utils import timezone
 
-    from customers.models import Customer
+    from bench.queue_setup import seed_admitted
     from customers.tokens import customer_token_issue
     from events.models import Organizer
     from events.services import TierSpec, event_activate, event_create
-    from queueing.domain import QueueStatus
-    from queueing.models import QueueEntry
-    from queueing.store import queue_store
-    from queueing.tokens import admission_token_issue
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     organizer, _ = Organizer.objects.get_or_create(name="Claims bench")
@@ -105,41 +100,10 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     )
     event_activate(event_id=event.pk)  # syncs the Redis counter on commit
     tier = event.tiers.get()
-    tag = uuid.uuid4().hex[:8]
-    people = Customer.objects.bulk_create(
-        [Customer(email=f"bench{i}-{tag}@example.test") for i in range(customers)],
-        batch_size=2000,
-    )
-    expires_at = now + timedelta(hours=1)
-    entries = QueueEntry.objects.bulk_create(
-        [
-            QueueEntry(
-                event=event,
-                customer=c,
-                status=QueueStatus.ADMITTED,
-                score=n,
-                admitted_at=now,
-                admission_expires_at=expires_at,
-            )
-            for n, c in enumerate(people)
-        ],
-        batch_size=2000,
-    )
-    store = queue_store()
-    expires_ms = int(expires_at.timestamp() * 1000)
-    store.add_many(
-        key=store.admitted_key(event.pk), members=[(str(c.id), expires_ms) for c in people]
-    )
-    buyers = []
-    for customer, entry in zip(people, entries, strict=True):
-        bearer, _ = customer_token_issue(customer_id=customer.id, email=customer.email)
-        admission = admission_token_issue(
-            event_id=event.pk,
-            customer_id=customer.id,
-            queue_entry_id=entry.id,
-            expires_at=expires_at,
-        )
-        buyers.append((bearer, admission))
+    buyers = [
+        (customer_token_issue(customer_id=customer.id, email=customer.email)[0], admission)
+        for customer, admission in seed_admitted(event, count=customers, prefix="bench")
+    ]
     return {"event_id": str(event.pk), "tier_id": str(tier.pk), "buyers": buyers}
 
 

@@ -158,3 +158,55 @@ def cleanup(event_ids: list[uuid.UUID]) -> None:
         keys = list(r.scan_iter(match=f"fq:{{{event_id}}}:*", count=1000))
         if keys:
             r.delete(*keys)
+
+
+def seed_admitted(event, *, count: int, prefix: str) -> list[tuple]:
+    """``count`` new customers admitted to ``event`` (ADMITTED entries in
+    Postgres, the admitted set in Redis, windows an hour long), each as
+    (customer, admission token), for the claim benchmarks."""
+    from django.utils import timezone
+
+    from customers.models import Customer
+    from queueing.domain import QueueStatus
+    from queueing.models import QueueEntry
+    from queueing.store import queue_store
+    from queueing.tokens import admission_token_issue
+
+    now = timezone.now()
+    tag = uuid.uuid4().hex[:8]
+    people = Customer.objects.bulk_create(
+        [Customer(email=f"{prefix}{i}-{tag}@example.test") for i in range(count)],
+        batch_size=2000,
+    )
+    expires_at = now + timedelta(hours=1)
+    entries = QueueEntry.objects.bulk_create(
+        [
+            QueueEntry(
+                event=event,
+                customer=c,
+                status=QueueStatus.ADMITTED,
+                score=n,
+                admitted_at=now,
+                admission_expires_at=expires_at,
+            )
+            for n, c in enumerate(people)
+        ],
+        batch_size=2000,
+    )
+    store = queue_store()
+    expires_ms = int(expires_at.timestamp() * 1000)
+    store.add_many(
+        key=store.admitted_key(event.pk), members=[(str(c.id), expires_ms) for c in people]
+    )
+    return [
+        (
+            customer,
+            admission_token_issue(
+                event_id=event.pk,
+                customer_id=customer.id,
+                queue_entry_id=entry.id,
+                expires_at=expires_at,
+            ),
+        )
+        for customer, entry in zip(people, entries, strict=True)
+    ]

@@ -36,7 +36,6 @@ import random
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -76,13 +75,9 @@ def django_setup() -> None:
 def prepare(*, rows: int, per_row: int, customers: int) -> dict[str, Any]:
     from django.utils import timezone
 
-    from customers.models import Customer
+    from bench.queue_setup import seed_admitted
     from events.models import Organizer
     from events.services import TierSpec, event_activate, event_create
-    from queueing.domain import QueueStatus
-    from queueing.models import QueueEntry
-    from queueing.store import queue_store
-    from queueing.tokens import admission_token_issue
 
     organizer, _ = Organizer.objects.get_or_create(name="Seats bench")
     now = timezone.now()
@@ -97,42 +92,9 @@ def prepare(*, rows: int, per_row: int, customers: int) -> dict[str, Any]:
     )
     event_activate(event_id=event.pk)
     tier = event.tiers.get()
-    tag = uuid.uuid4().hex[:8]
-    people = Customer.objects.bulk_create(
-        [Customer(email=f"seat{i}-{tag}@example.test") for i in range(customers)],
-        batch_size=2000,
-    )
-    expires_at = now + timedelta(hours=1)
-    entries = QueueEntry.objects.bulk_create(
-        [
-            QueueEntry(
-                event=event,
-                customer=c,
-                status=QueueStatus.ADMITTED,
-                score=n,
-                admitted_at=now,
-                admission_expires_at=expires_at,
-            )
-            for n, c in enumerate(people)
-        ],
-        batch_size=2000,
-    )
-    store = queue_store()
-    expires_ms = int(expires_at.timestamp() * 1000)
-    store.add_many(
-        key=store.admitted_key(event.pk), members=[(str(c.id), expires_ms) for c in people]
-    )
     buyers = [
-        (
-            customer.id,
-            admission_token_issue(
-                event_id=event.pk,
-                customer_id=customer.id,
-                queue_entry_id=entry.id,
-                expires_at=expires_at,
-            ),
-        )
-        for customer, entry in zip(people, entries, strict=True)
+        (customer.id, admission)
+        for customer, admission in seed_admitted(event, count=customers, prefix="seat")
     ]
     return {"event_id": event.pk, "tier_id": tier.pk, "buyers": buyers}
 

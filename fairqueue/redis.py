@@ -86,17 +86,23 @@ def make_client(url: str) -> redis.Redis:
     a thread wait for a free connection (up to the socket timeout) rather
     than fail at once when every connection is in use: a busy process is not
     a Redis outage, and must not send its claims down the Postgres-only path."""
-    pool = redis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=256,
-        timeout=settings.REDIS_SOCKET_TIMEOUT,
-        decode_responses=True,
-        socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
-    )
+    pool = redis.BlockingConnectionPool.from_url(url, **_connection_options())
     return redis.Redis(connection_pool=pool)
+
+
+def _connection_options() -> dict[str, Any]:
+    """What a hot-data connection pool is (one server, or each node of a
+    cluster): up to 256 connections, waiting up to the socket timeout for a
+    free one, short timeouts, one quick retry."""
+    return {
+        "max_connections": 256,
+        "timeout": settings.REDIS_SOCKET_TIMEOUT,
+        "decode_responses": True,
+        "socket_timeout": settings.REDIS_SOCKET_TIMEOUT,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 30,
+        "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+    }
 
 
 def cluster_seeds(spec: str) -> list[str]:
@@ -120,13 +126,7 @@ def make_cluster_client(spec: str) -> RedisCluster:
         url=first,
         startup_nodes=startup,
         connection_pool_class=redis.BlockingConnectionPool,
-        max_connections=256,
-        timeout=settings.REDIS_SOCKET_TIMEOUT,
-        decode_responses=True,
-        socket_timeout=settings.REDIS_SOCKET_TIMEOUT,
-        socket_connect_timeout=2,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+        **_connection_options(),
     )
 
 

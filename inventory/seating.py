@@ -68,18 +68,14 @@ def seat_label(*, section: str, row: str, number: int) -> str:
 def grid(*, rows: int, seats_per_row: int, section: str = "") -> list[Seat]:
     """Rows A, B, ... of seats numbered from 1; x = number, y = row (1 is
     nearest the stage)."""
-    return [
-        Seat(
-            label=seat_label(section=section, row=row_letters(r), number=n),
-            section=section,
-            row=row_letters(r),
-            number=n,
-            x=float(n),
-            y=float(r + 1),
-        )
-        for r in range(rows)
-        for n in range(1, seats_per_row + 1)
-    ]
+    if rows < 1:
+        return []
+    return grid_rows(
+        first=row_letters(0),
+        last=row_letters(rows - 1),
+        seats_per_row=seats_per_row,
+        section=section,
+    )
 
 
 def _row_key(seats: Sequence[Seat]) -> tuple[float, int, str, str]:
