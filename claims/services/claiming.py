@@ -14,7 +14,6 @@ import secrets
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import NoReturn
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -23,7 +22,8 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
-from claims.services.seating import chosen_seats, refuse_taken_seats, take_seats
+from claims.services.refusals import mark_sold_out_if_none_left, refuse_admission, refuse_short
+from claims.services.seating import chosen_seats, claim_insert_seats, refuse_taken_seats
 from claims.services.tickets import (
     claim_insert,
     claim_insert_admitted,
@@ -31,16 +31,13 @@ from claims.services.tickets import (
 )
 from events.domain import is_on_sale
 from events.models import Event
-from events.services import event_mark_sold_out
 from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
 from fairqueue.redis import event_key
-from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
-from inventory.seats import SeatsTaken
-from inventory.selectors import event_has_free_ticket, tier_free_tickets
-from inventory.services import ShortOfTickets, inventory_sync_event
+from inventory.selectors import tier_free_tickets
+from inventory.services import inventory_sync_event
 from inventory.store import InventoryStore, Reservation, inventory_store
 from queueing.services import (
     admission_clock_stop,
@@ -190,7 +187,7 @@ def claim_create(
         also_remove=admission_slot(event_id=tier.event_id, customer_id=customer_id),
     )
     if left < SOLD_OUT_CHECK_BELOW:
-        _mark_sold_out_if_none_left(tier.event_id)
+        mark_sold_out_if_none_left(tier.event_id)
     return claim
 
 
@@ -218,7 +215,7 @@ def _claim_without_redis(
         reservation_id="",
         seats=seats,
     )
-    _mark_sold_out_if_none_left(tier.event_id)
+    mark_sold_out_if_none_left(tier.event_id)
     return claim
 
 
@@ -268,7 +265,7 @@ def _reserve_again(
     if left == NOT_ENOUGH and seats:
         refuse_taken_seats(tier, seats)
     elif left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
-        _mark_sold_out_if_none_left(tier.event_id)
+        mark_sold_out_if_none_left(tier.event_id)
         raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
     inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
     answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
@@ -276,11 +273,6 @@ def _reserve_again(
         # The rebuilt counter says none: ask Postgres, as for any "not enough".
         return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH, seats=seats)
     return answer
-
-
-def _mark_sold_out_if_none_left(event_id: uuid.UUID | str) -> None:
-    if not event_has_free_ticket(event_id=event_id):
-        event_mark_sold_out(event_id=event_id)
 
 
 def _finish_quietly(
@@ -328,7 +320,7 @@ def _claim_insert(
     if not TICKET_GUARD:
         return _claim_insert_unguarded(claim, entry_id=entry_id, reservation_id=reservation_id)
     if tier.reserved:
-        return _claim_insert_seats(
+        return claim_insert_seats(
             claim, tier=tier, entry_id=entry_id, reservation_id=reservation_id, chosen=seats
         )
     try:
@@ -340,70 +332,8 @@ def _claim_insert(
     if outcome.made(quantity):
         return claim
     if outcome.admitted and outcome.picked < quantity:
-        _refuse_short(tier, quantity)
-    _refuse_admission(tier, customer_id)
-
-
-def _refuse_short(tier: TierSnapshot, quantity: int) -> NoReturn:
-    """Fewer free ticket rows than asked for. Unheld rows that claims in
-    flight have locked come back if those roll back: "busy, retry" rather
-    than a final "sold out"."""
-    if tier_free_tickets(tier_id=tier.id) >= quantity:
-        raise Busy("Tickets are being claimed right now; retry shortly.")
-    _mark_sold_out_if_none_left(tier.event_id)
-    raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
-
-
-def _refuse_admission(tier: TierSnapshot, customer_id: uuid.UUID | str) -> NoReturn:
-    """Not admitted (any more), or the entry moved under us: used up by this
-    customer's own claim, or expired."""
-    if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
-        raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
-    raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
-
-
-class _AdmissionUsed(Exception):
-    """The queue entry was no longer ADMITTED with its window open."""
-
-
-def _claim_insert_seats(
-    claim: Claim,
-    *,
-    tier: TierSnapshot,
-    entry_id: uuid.UUID | str,
-    reservation_id: str,
-    chosen: tuple[str, ...],
-) -> Claim:
-    """A reserved tier's claim in one transaction: the queue entry COMPLETED
-    first (an admission that is gone locks no seat), then the claim row, then
-    its seats locked in id order and taken (``take_seats``). Any refusal
-    rolls it all back; chosen seats that are taken are named (409
-    seats_unavailable)."""
-    try:
-        with transaction.atomic():
-            if not queue_entry_complete(entry_id=entry_id):
-                raise _AdmissionUsed
-            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
-            if take_seats(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
-                claim.quantity
-            ):
-                raise ShortOfTickets
-    except IntegrityError as exc:
-        if is_one_purchase_violation(exc):
-            raise already_claimed(event_id=tier.event_id, customer_id=claim.customer_id) from exc
-        raise
-    except _AdmissionUsed:
-        _refuse_admission(tier, claim.customer_id)
-    except (ShortOfTickets, SeatsTaken) as exc:
-        if chosen:
-            refuse_taken_seats(tier, chosen, not_got=getattr(exc, "labels", ()))
-        _refuse_short(tier, claim.quantity)
-    seats_changed_on_commit(
-        event_id=tier.event_id,
-        tier_id=tier.id,
-        changes=[SeatChange(label, SeatStatus.HELD) for label in claim.seats],
-    )
-    return claim
+        refuse_short(tier, quantity)
+    refuse_admission(tier, customer_id)
 
 
 def _claim_insert_unguarded(

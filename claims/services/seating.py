@@ -1,20 +1,30 @@
 """Reserved seating in a claim: the seats a customer chose (checked for
-shape), taken exactly or as the best available, and the refusal that names
-the seats that are taken."""
+shape), the claim's transaction that takes them exactly or as the best
+available, and the refusal that names the seats that are taken."""
 
 from __future__ import annotations
 
+import uuid
+
+from django.db import IntegrityError, transaction
+
 from claims.models import Claim
-from claims.selectors import TierSnapshot
+from claims.selectors import TierSnapshot, already_claimed
+from claims.services.refusals import refuse_admission, refuse_short
+from claims.services.tickets import claim_insert, is_one_purchase_violation
 from fairqueue.errors import Conflict, ErrorCode, InvalidInput
 from fairqueue.locks import pg_lock_timeout
+from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
 from inventory.seats import (
+    SeatsTaken,
     seats_assign,
     seats_lock,
     seats_lock_best,
     seats_not_free,
     seats_unknown,
 )
+from inventory.services import ShortOfTickets
+from queueing.services import queue_entry_complete
 
 
 def chosen_seats(tier: TierSnapshot, seats: list[str] | None) -> tuple[str, ...]:
@@ -76,3 +86,47 @@ def refuse_taken_seats(
             code=ErrorCode.SEATS_UNAVAILABLE,
             details={"seats": taken},
         )
+
+
+class _AdmissionUsed(Exception):
+    """The queue entry was no longer ADMITTED with its window open."""
+
+
+def claim_insert_seats(
+    claim: Claim,
+    *,
+    tier: TierSnapshot,
+    entry_id: uuid.UUID | str,
+    reservation_id: str,
+    chosen: tuple[str, ...],
+) -> Claim:
+    """A reserved tier's claim in one transaction: the queue entry COMPLETED
+    first (an admission that is gone locks no seat), then the claim row, then
+    its seats locked in id order and taken (``take_seats``). Any refusal
+    rolls it all back; chosen seats that are taken are named (409
+    seats_unavailable)."""
+    try:
+        with transaction.atomic():
+            if not queue_entry_complete(entry_id=entry_id):
+                raise _AdmissionUsed
+            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            if take_seats(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
+                claim.quantity
+            ):
+                raise ShortOfTickets
+    except IntegrityError as exc:
+        if is_one_purchase_violation(exc):
+            raise already_claimed(event_id=tier.event_id, customer_id=claim.customer_id) from exc
+        raise
+    except _AdmissionUsed:
+        refuse_admission(tier, claim.customer_id)
+    except (ShortOfTickets, SeatsTaken) as exc:
+        if chosen:
+            refuse_taken_seats(tier, chosen, not_got=getattr(exc, "labels", ()))
+        refuse_short(tier, claim.quantity)
+    seats_changed_on_commit(
+        event_id=tier.event_id,
+        tier_id=tier.id,
+        changes=[SeatChange(label, SeatStatus.HELD) for label in claim.seats],
+    )
+    return claim

@@ -1,0 +1,37 @@
+"""How a claim is refused once Postgres has had its say: "busy, retry" or
+"sold out" when tickets were short, "already claimed" or "admission
+expired" when the admission was gone. Shared by general admission and
+reserved seating."""
+
+from __future__ import annotations
+
+import uuid
+from typing import NoReturn
+
+from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase
+from events.services import event_mark_sold_out
+from fairqueue.errors import Busy, ErrorCode, Forbidden, Gone
+from inventory.selectors import event_has_free_ticket, tier_free_tickets
+
+
+def mark_sold_out_if_none_left(event_id: uuid.UUID | str) -> None:
+    if not event_has_free_ticket(event_id=event_id):
+        event_mark_sold_out(event_id=event_id)
+
+
+def refuse_short(tier: TierSnapshot, quantity: int) -> NoReturn:
+    """Fewer free ticket rows than asked for. Unheld rows that claims in
+    flight have locked come back if those roll back: "busy, retry" rather
+    than a final "sold out"."""
+    if tier_free_tickets(tier_id=tier.id) >= quantity:
+        raise Busy("Tickets are being claimed right now; retry shortly.")
+    mark_sold_out_if_none_left(tier.event_id)
+    raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
+
+
+def refuse_admission(tier: TierSnapshot, customer_id: uuid.UUID | str) -> NoReturn:
+    """Not admitted (any more), or the entry moved under us: used up by this
+    customer's own claim, or expired."""
+    if customer_holds_purchase(event_id=tier.event_id, customer_id=customer_id):
+        raise already_claimed(event_id=tier.event_id, customer_id=customer_id)
+    raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
