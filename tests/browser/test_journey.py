@@ -145,6 +145,8 @@ def test_from_sign_in_to_a_ticket_with_a_qr_code(desktop, stack):
         driver.find_element(By.ID, "code").send_keys(ticket.code.lower())
         driver.find_element(By.ID, "checkin-button").click()
         wait_for(driver, lambda d, a=attempt: text_of(d, "checkin-verdict") == a, what=attempt)
+        if attempt == "Welcome in":  # general admission: the ticket's number, no seat
+            assert " · ticket 1 · " in text_of(driver, "checkin-detail")
         shot(driver, "journey-9-door-" + attempt.split()[0].lower())
     assert "Checked in" in text_of(driver, "checkin-detail")
     assert IssuedTicket.objects.get(pk=ticket.pk).status == "USED"

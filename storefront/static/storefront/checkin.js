@@ -39,7 +39,9 @@ async function checkIn(e) {
   input.value = "";
   input.focus();
   if (response.ok) {
-    show("Welcome in", body.tier + " · ticket " + body.seat + " · " + body.holder_email, true);
+    // A reserved seat is what the usher needs; general admission: the ticket's number.
+    const which = body.seat_label ? "seat " + body.seat_label : "ticket " + body.seat;
+    show("Welcome in", body.tier + " · " + which + " · " + body.holder_email, true);
     return;
   }
   const error = (body && body.error) || { code: "", message: "Something went wrong." };
