@@ -16,7 +16,13 @@ from events.management.commands.bootstrap_demo import ensure_organizer_group
 from fairqueue.errors import Conflict
 from tests.support.factories import OrganizerFactory, UserFactory
 from tests.support.races import Race, wait_until_blocked
-from tests.support.sales import admit_directly, make_customers, on_sale
+from tests.support.sales import (
+    admit_directly,
+    claim_seats,
+    make_customers,
+    on_sale,
+    on_sale_reserved,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -78,9 +84,24 @@ def test_the_first_scan_lets_the_holder_in(tier):
         1,
         ticket.holder_email,
     )
+    assert body["seat_label"] == ""  # general admission
     ticket.refresh_from_db()
     assert ticket.status == "USED"
     assert ticket.checked_in_by.startswith("staff:")
+
+
+def test_a_reserved_ticket_tells_the_door_its_seat():
+    tier = on_sale_reserved(rows=2, seats_per_row=5)
+    (buyer,) = admit_directly(tier.event, make_customers(1))
+    claim = claim_seats(tier, buyer, ["B-3"])
+    claim_confirm(claim_id=claim.pk)
+    ticket = IssuedTicket.objects.get(claim=claim)
+    client, csrf = door(tier.event.organizer)
+
+    response = scan(client, csrf, tier.event_id, ticket.code)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["seat_label"] == "B-3"
 
 
 def test_the_second_scan_answers_already_used_with_the_time(tier):
