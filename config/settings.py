@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.openapi import OPENAPI_SETTINGS
 from config.safety import challenge_problems, production_problems
 from fairqueue.logs import logging_config
 
@@ -335,29 +336,7 @@ RATE_LIMITS = {
 }
 # Per mailbox: codes sent to one address.
 OTP_EMAIL_LIMITS = env.str("OTP_EMAIL_LIMITS", default="5/hour,20/day")
-SPECTACULAR_SETTINGS = {
-    "TITLE": "FairQueue API",
-    "DESCRIPTION": "Virtual waiting room and ticket allocation for flash sales.",
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "COMPONENT_SPLIT_REQUEST": True,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    # Each status field's choices under its own name (they all share "status").
-    "ENUM_NAME_OVERRIDES": {
-        "EventStatusEnum": "events.domain.EVENT_STATUS_CHOICES",
-        "ClaimStatusEnum": "claims.domain.CLAIM_STATUS_CHOICES",
-        "PaymentStatusEnum": "payments.domain.PAYMENT_STATUS_CHOICES",
-        # The error envelope's code: every code the API can answer with.
-        "ErrorCodeEnum": "fairqueue.errors.ErrorCode",
-    },
-    # The error answers every operation can give (401, 404, 400/413/415/422, ...).
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "fairqueue.schema.document_error_answers",
-    ],
-}
+SPECTACULAR_SETTINGS = OPENAPI_SETTINGS  # config/openapi.py
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=64 * 1024)
 
 # --- i18n, static ------------------------------------------------------------

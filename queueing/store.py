@@ -21,16 +21,13 @@ which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-import redis
-
-from fairqueue.redis import Client, RedisStore, best_effort, event_key, required, text
+from fairqueue.redis import RedisStore, best_effort, event_key, required, text
+from queueing.bulk import PipelinedSender, pack_zadd
 
 REBUILD_BATCH = 10_000
 
@@ -247,12 +244,9 @@ class QueueStore(RedisStore):
         """ZADD in batches of ``REBUILD_BATCH``, pipelined: the batches are
         encoded here and written by a second thread on one connection while
         this one reads the next rows from Postgres; replies are read at the
-        end. Same member, same score: idempotent. Returns the members sent.
-
-        The commands are encoded by hand (RESP) because redis-py's generic
-        encoder costs several microseconds per argument, which for a million
-        members is most of the rebuild."""
-        sender = _PipelinedSender(self.r, key)
+        end (``queueing.bulk``). Same member, same score: idempotent.
+        Returns the members sent."""
+        sender = PipelinedSender(self.r, key)
         sent = 0
         batch: list[tuple[str, int]] = []
         head = [b"ZADD", key.encode(), *([b"XX"] if only_existing else [])]
@@ -260,11 +254,11 @@ class QueueStore(RedisStore):
             for member, score in members:
                 batch.append((member, score))
                 if len(batch) >= REBUILD_BATCH:
-                    sender.put(_pack_zadd(head, batch))
+                    sender.put(pack_zadd(head, batch))
                     sent += len(batch)
                     batch = []
             if batch:
-                sender.put(_pack_zadd(head, batch))
+                sender.put(pack_zadd(head, batch))
                 sent += len(batch)
         except BaseException:
             sender.abort()
@@ -318,81 +312,6 @@ class QueueStore(RedisStore):
             self.rate_key(event_id),
             self.ticks_key(event_id),
         )
-
-
-def _pack_zadd(head: list[bytes], batch: list[tuple[str, int]]) -> bytes:
-    """One ``ZADD key [XX] score member ...`` in the Redis protocol."""
-    parts = [b"*%d\r\n" % (len(head) + 2 * len(batch))]
-    parts.extend(b"$%d\r\n%b\r\n" % (len(arg), arg) for arg in head)
-    for member, score in batch:
-        s, m = str(score).encode(), member.encode()
-        parts.append(b"$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(s), s, len(m), m))
-    return b"".join(parts)
-
-
-class _PipelinedSender:
-    """Writes packed commands on one pooled connection from a thread (socket
-    writes release the GIL, so Postgres reads and encoding go on meanwhile),
-    then reads every reply. An error reply or a broken connection is raised
-    by ``finish``."""
-
-    def __init__(self, client: Client, key: str) -> None:
-        # On a cluster: the pool of the node that serves ``key``'s slot.
-        server = client
-        if isinstance(client, redis.RedisCluster):
-            node = client.get_node_from_key(key)
-            if node is None or node.redis_connection is None:
-                raise redis.ConnectionError(f"no cluster node serves {key}")
-            server = node.redis_connection
-        assert isinstance(server, redis.Redis)
-        self.pool = server.connection_pool
-        try:
-            self.conn = self.pool.get_connection()
-        except TypeError:  # redis-py < 5.3 wants a command name
-            self.conn = self.pool.get_connection("ZADD")
-        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
-        self.sent = 0
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while (packed := self.queue.get()) is not None:
-            if self.error is None:
-                try:
-                    self.conn.send_packed_command([packed])
-                    self.sent += 1
-                except BaseException as exc:
-                    self.error = exc
-
-    def put(self, packed: bytes) -> None:
-        if self.error is not None:
-            self.finish()
-        self.queue.put(packed)
-
-    def abort(self) -> None:
-        """The caller failed half-way: stop, and drop the connection (its
-        unread replies must not reach the next user of the pool)."""
-        self.error = self.error or RuntimeError("aborted")
-        self.queue.put(None)
-        self.thread.join()
-        self.conn.disconnect()
-        self.pool.release(self.conn)
-
-    def finish(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-        try:
-            if self.error is not None:
-                raise self.error
-            for _ in range(self.sent):
-                self.conn.read_response()
-        except BaseException:
-            self.conn.disconnect()
-            raise
-        finally:
-            self.sent = 0
-            self.pool.release(self.conn)
 
 
 _store: QueueStore | None = None

@@ -256,8 +256,8 @@ def test_small_flash_sale_with_redis_wipe_keeps_every_invariant(sandbox, request
         assert Counter(pool.map(Shopper.leave, leavers)) == {204: len(leavers)}
         by_customer = {str(s.customer.id): s for s in shoppers}
 
-        wiped_at_round = None
-        for round_number in range(MAX_ROUNDS):
+        def sale_round() -> None:
+            """A tick, then every admitted shopper still shopping takes a turn."""
             admission_tick()
             admitted = QueueEntry.objects.filter(event_id=event_id, status="ADMITTED")
             turn = [
@@ -266,19 +266,13 @@ def test_small_flash_sale_with_redis_wipe_keeps_every_invariant(sandbox, request
                 if not by_customer[str(c)].done
             ]
             outcomes.update(pool.map(lambda s: s.take_turn(sandbox.url), turn))
+
+        wiped_at_round = None
+        for round_number in range(MAX_ROUNDS):
+            sale_round()
             if wiped_at_round is None and sold(event_id) >= INVENTORY // 3:
-
-                def meanwhile() -> None:  # a round of the sale with the event's Redis gone
-                    admission_tick()
-                    admitted = QueueEntry.objects.filter(event_id=event_id, status="ADMITTED")
-                    turn = [
-                        by_customer[str(c)]
-                        for c in admitted.values_list("customer_id", flat=True)
-                        if not by_customer[str(c)].done
-                    ]
-                    outcomes.update(pool.map(lambda s: s.take_turn(sandbox.url), turn))
-
-                lose_redis(request, event_id, meanwhile)
+                # One round of the sale with the event's Redis gone.
+                lose_redis(request, event_id, sale_round)
                 wiped_at_round = round_number
                 # The sale goes on against the empty Redis: joins of latecomers
                 # are answered from Postgres, the next tick admits from Postgres.

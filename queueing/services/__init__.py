@@ -2,6 +2,7 @@
 
 - ``join``: joining, leaving, position;
 - ``admission``: the admission tick (expiry, next batch);
+- ``expiry``: admission windows that lapsed;
 - ``prequeue``: the pre-queue shuffle at sale start;
 - ``clock``: the admission clock (windows do not run out while the waiting
   room is degraded);
@@ -14,11 +15,7 @@ Submodules import each other directly, never this package, so re-exporting
 them here makes no cycle.
 """
 
-from queueing.services.admission import (
-    admission_tick_all,
-    admission_tick_event,
-    admissions_expire,
-)
+from queueing.services.admission import admission_tick_all, admission_tick_event
 from queueing.services.admission_check import (
     admission_slot,
     admission_slot_release,
@@ -27,6 +24,7 @@ from queueing.services.admission_check import (
 )
 from queueing.services.clock import admission_clock_stop
 from queueing.services.close import queue_close
+from queueing.services.expiry import admissions_expire
 from queueing.services.join import (
     JoinBar,
     JoinResult,

@@ -15,7 +15,7 @@ Postgres decides and commits first; Redis follows.
 * A crash after the commit and before the Lua move leaves customers ADMITTED
   in Postgres and still in Redis' waiting set. Nothing is over-admitted,
   because capacity is always counted in Postgres; the admission is valid for
-  the claim step (``admission_verify`` falls back to Postgres); the position
+  the claim step (the claim statement reads it from Postgres); the position
   endpoint hands out the token once the reconciliation (``queue_reconcile``,
   every 30 s) has moved them, and a Redis wipe is rebuilt from Postgres.
 * The other order (pop in Redis first) would let a crash, or a Redis wipe,
@@ -30,9 +30,9 @@ Postgres decides and commits first; Redis follows.
   (``AdmissionState.served``) and Redis is set to it, never incremented: a
   counter re-made from Postgres after a flush is never counted twice.
 
-Expiry follows the same rule: ADMITTED -> EXPIRED in Postgres, then ZREM; and
-only while the event's admission clock runs (``clock.py``): a Redis outage or
-a stalled beat does not eat anyone's window.
+Expiry (``expiry.py``) follows the same rule: ADMITTED -> EXPIRED in
+Postgres, then ZREM; and only while the event's admission clock runs
+(``clock.py``): a Redis outage or a stalled beat does not eat anyone's window.
 """
 
 from __future__ import annotations
@@ -55,16 +55,16 @@ from fairqueue.faults import fault_point
 from fairqueue.locks import pg_lock_timeout, redis_lock
 from fairqueue.metrics import ADMISSION_TICK_DURATION, timed
 from inventory.selectors import event_free_tickets
-from queueing.domain import EndReason, QueueStatus, admission_capacity
+from queueing.domain import QueueStatus, admission_capacity
 from queueing.models import QueueEntry
-from queueing.pushes import send_expired, send_many
+from queueing.pushes import send_many
 from queueing.services.clock import (
-    WINDOW_OPEN_SQL,
     ClockAnswer,
     admission_clock_advance,
     admission_served_add,
     admission_state_ensure,
 )
+from queueing.services.expiry import admissions_expire
 from queueing.services.prequeue import prequeue_shuffle, prequeue_to_redis
 from queueing.store import queue_store
 from queueing.tokens import admission_token_issue, admission_tokens_issue
@@ -88,14 +88,6 @@ WHERE id = ANY(ARRAY(
     LIMIT %s
     FOR UPDATE SKIP LOCKED
 )) AND status = %s
-RETURNING id, customer_id
-"""  # noqa: S608
-
-# Lapsed windows only: not one the admission clock keeps open (clock.py).
-_EXPIRE_SQL = f"""
-UPDATE {_TABLE} SET status = %(expired)s, finished_at = %(now)s, end_reason = %(reason)s
-WHERE event_id = %(event_id)s AND status = %(admitted)s AND admission_expires_at <= %(now)s
-  AND NOT {WINDOW_OPEN_SQL}
 RETURNING id, customer_id
 """  # noqa: S608
 
@@ -129,35 +121,6 @@ def _lock_ttl_s() -> float:
 
 def _ms(dt: datetime) -> int:
     return int(dt.timestamp() * 1000)
-
-
-# --- expiry and admission -----------------------------------------------------
-
-
-def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None) -> int:
-    """ADMITTED past the window -> EXPIRED (Postgres), out of the admitted
-    set (Redis), and each customer told. Their slots count as free again.
-    A window the stopped admission clock keeps open does not expire."""
-    now = now or timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _EXPIRE_SQL,
-            {
-                "expired": QueueStatus.EXPIRED.value,
-                "now": now,
-                "reason": EndReason.ADMISSION_WINDOW.value,
-                "event_id": event_id,
-                "admitted": QueueStatus.ADMITTED.value,
-            },
-        )
-        rows = cursor.fetchall()
-    if not rows:
-        return 0
-    customers = [str(customer_id) for _, customer_id in rows]
-    queue_store().release_admitted(event_id=event_id, customer_ids=customers)
-    send_expired(event_id=event_id, customer_ids=customers, reason=EndReason.ADMISSION_WINDOW.value)
-    logger.info("admissions expired event=%s count=%s", event_id, len(rows))
-    return len(rows)
 
 
 def _event_locked_for_admission(event_id: uuid.UUID | str) -> Event | None:
