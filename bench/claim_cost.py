@@ -6,9 +6,8 @@ trips, Redis round trips and CPU, per ``claim_create`` call.
 Prepares a sale as claims_bench.py does (admitted customers, one tier with
 as many tickets), then claims one ticket for each customer, one at a time,
 in this process (run it from the checkout's directory). Round trips are
-counted at the client (one per statement sent to Postgres, two per
-transaction for BEGIN and COMMIT, one per packet written to Redis, a pipeline
-or script being one), so they do not depend on how busy the machine is; CPU is this thread's
+counted at the client (bench/roundtrips.py), so they do not depend on how
+busy the machine is; CPU is this thread's
 (``time.thread_time``), which a busy machine inflates. To compare two
 versions, run each checkout's copy from its own directory, one after the other.
 """
@@ -38,45 +37,15 @@ def main() -> int:
     import django
 
     django.setup()
-    import redis.connection
-    from django.db import connection, connections
-
     from bench.claims_bench import prepare_sale
+    from bench.roundtrips import RoundTrips
     from claims.services import claim_create
     from customers.tokens import customer_token_verify
 
     sale = prepare_sale(customers=args.claims, tickets=args.claims)
-    counts = {"postgres": 0, "redis": 0}
-    # BEGIN and COMMIT (or ROLLBACK) are round trips of their own, sent by
-    # psycopg, not through execute(): two per transaction.
-    wrapper = type(connections["default"])
-    commit, rollback = wrapper.commit, wrapper.rollback
-
-    def counted_commit(self):
-        counts["postgres"] += 2
-        return commit(self)
-
-    def counted_rollback(self):
-        counts["postgres"] += 2
-        return rollback(self)
-
-    wrapper.commit = counted_commit  # type: ignore[method-assign]
-    wrapper.rollback = counted_rollback  # type: ignore[method-assign]
-
-    def count_pg(execute, sql, params, many, context):
-        counts["postgres"] += 1
-        return execute(sql, params, many, context)
-
-    send = redis.connection.AbstractConnection.send_packed_command
-
-    def count_redis(self, command, check_health=True):
-        counts["redis"] += 1
-        return send(self, command, check_health)
-
-    redis.connection.AbstractConnection.send_packed_command = count_redis  # type: ignore[method-assign]
     cpu: list[float] = []
     made = 0
-    with connection.execute_wrapper(count_pg):
+    with RoundTrips() as counted:
         for bearer, admission in sale["buyers"]:
             customer = customer_token_verify(bearer).id
             started = time.thread_time()
@@ -91,8 +60,8 @@ def main() -> int:
             made += 1
     print(f"code: {Path(sys.modules[claim_create.__module__].__file__).parent}")
     print(
-        f"{made} claims, one at a time: per claim {counts['postgres'] / made:.2f} Postgres "
-        f"and {counts['redis'] / made:.2f} Redis round trips; CPU in this process "
+        f"{made} claims, one at a time: per claim {counted.postgres / made:.2f} Postgres "
+        f"and {counted.redis / made:.2f} Redis round trips; CPU in this process "
         f"p50 {1e6 * statistics.median(cpu):.0f} us, mean {1e6 * statistics.fmean(cpu):.0f} us "
         f"(load average {os.getloadavg()[0]:.1f})"
     )

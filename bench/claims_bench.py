@@ -83,6 +83,7 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     from django.utils import timezone
 
     from bench.queue_setup import seed_admitted
+    from customers.revocation import auth_state_warm
     from customers.tokens import customer_token_issue
     from events.models import Organizer
     from events.services import TierSpec, event_activate, event_create
@@ -100,10 +101,14 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     )
     event_activate(event_id=event.pk)  # syncs the Redis counter on commit
     tier = event.tiers.get()
-    buyers = [
-        (customer_token_issue(customer_id=customer.id, email=customer.email)[0], admission)
-        for customer, admission in seed_admitted(event, count=customers, prefix="bench")
-    ]
+    buyers = []
+    for customer, admission in seed_admitted(event, count=customers, prefix="bench"):
+        buyers.append(
+            (customer_token_issue(customer_id=customer.id, email=customer.email)[0], admission)
+        )
+        # As signing in (and the buyer's join and polls since) leave it: the
+        # claim finds the sign-out state in Redis.
+        auth_state_warm(customer_id=customer.id)
     return {"event_id": str(event.pk), "tier_id": str(tier.pk), "buyers": buyers}
 
 

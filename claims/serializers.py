@@ -1,3 +1,4 @@
+import uuid
 from typing import Any
 
 from rest_framework import serializers
@@ -6,6 +7,8 @@ from claims.domain import ReleaseReason
 from claims.models import Claim
 from fairqueue.api import StrictSerializer
 from fairqueue.states import choices
+
+_QUICK_KEYS = {"admission_token", "tier_id", "quantity"}
 
 
 class ClaimCreateSerializer(StrictSerializer):
@@ -23,6 +26,25 @@ class ClaimCreateSerializer(StrictSerializer):
         help_text='A reserved tier\'s seats by label (["A-1", "A-2"]), instead of quantity: '
         "all or nothing.",
     )
+
+    @classmethod
+    def quick(cls, data: dict[str, Any]) -> dict[str, Any] | None:
+        """A general admission claim: exactly a token, a tier and a quantity."""
+        if data.keys() != _QUICK_KEYS:
+            return None
+        token, tier, quantity = data["admission_token"], data["tier_id"], data["quantity"]
+        if type(token) is not str or type(tier) is not str or type(quantity) is not int:
+            return None
+        # Printable ASCII holds no NUL, surrogate or whitespace to trim but spaces.
+        if not (0 < len(token) <= 4096 and token.isascii() and token.isprintable()):
+            return None
+        if token.strip() != token:
+            return None
+        try:
+            tier_id = uuid.UUID(hex=tier)
+        except ValueError:
+            return None
+        return {"admission_token": token, "tier_id": tier_id, "quantity": quantity}
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "quantity" not in attrs and "seats" not in attrs:

@@ -56,6 +56,7 @@ from django.utils.crypto import salted_hmac
 
 from customers.emails import email_canonical, email_normalize
 from customers.models import Customer, OneTimeCode
+from customers.revocation import auth_state_warm
 from customers.throttling import rate_limit_hit, rates_parse
 from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError, Busy, ErrorCode, Forbidden, RateLimited
@@ -236,6 +237,8 @@ def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
     token, expires_at = customer_token_issue(
         customer_id=customer.id, email=customer.email, version=customer.token_version
     )
+    # The customer's next requests (joining, polling) find it in Redis.
+    auth_state_warm(customer_id=customer.id)
     return SignIn(token=token, customer_id=customer.id, expires_at=expires_at)
 
 

@@ -120,5 +120,11 @@ def logging_config(*, level: str = "INFO", fmt: str = "plain") -> dict[str, Any]
             }
         },
         "root": {"handlers": ["console"], "level": level.upper()},
-        "loggers": {"django.db.backends": {"level": "WARNING"}},
+        "loggers": {
+            "django.db.backends": {"level": "WARNING"},
+            # Django logs every 4xx answer here as a warning: our request line
+            # (fairqueue.http) already has it, and a burst of 409s during a
+            # sale would pay for each twice. Server errors still come through.
+            "django.request": {"level": "ERROR"},
+        },
     }

@@ -117,6 +117,15 @@ def test_verify_returns_a_customer_token_and_creates_the_customer_once(api, requ
     assert OneTimeCode.objects.get().consumed_at is not None
 
 
+def test_signing_in_caches_the_sign_out_state(api, request_code, django_assert_num_queries):
+    """So the customer's first join or poll reads no database for it."""
+    code, nonce = request_code("grace@example.com")
+    token = verify(api, "grace@example.com", code, nonce).json()["token"]
+
+    with django_assert_num_queries(0):
+        assert api.get("/api/v1/auth/me/", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+
+
 def test_a_code_works_once(api, request_code):
     code, nonce = request_code("a@example.com")
     assert verify(api, "a@example.com", code, nonce).status_code == 200

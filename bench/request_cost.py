@@ -1,0 +1,143 @@
+"""What one hot request costs inside a web worker, HTTP server left out: a
+join, a position read and a claim sent through the whole Django stack
+(``config.wsgi.application``: middleware, URL resolver, DRF view, our code,
+the response), one at a time, in this process.
+
+    DATABASE_URL=... REDIS_URL=... python bench/request_cost.py [--requests 2000]
+
+Per request it prints the CPU of this thread (``time.thread_time``: a busy
+machine inflates it) and the Postgres and Redis round trips (counted at the
+client, so they do not depend on the load; see bench/claim_cost.py for how).
+The difference to the server CPU per request that claims_bench.py and
+queue_bench.py report is the HTTP server's share. Joins are measured twice:
+with the customer's sign-out state cached in Redis, as signing in leaves it,
+and cold (tokens minted outside the sign-in, or a wiped Redis). ``--profile``
+prints cProfile's top functions per kind instead. Run it from the checkout
+whose code you want to measure; it adds an event and customers to the
+database (use a throwaway one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.queue_setup import django_setup, make_customers, make_event, tokens_for
+from bench.roundtrips import RoundTrips
+
+HOST = "127.0.0.1"
+
+
+def environ(method: str, path: str, token: str, body: bytes = b"") -> dict:
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": HOST,
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "REMOTE_ADDR": HOST,
+        "HTTP_HOST": f"{HOST}:8000",
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": "application/json",
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000, help="of each kind")
+    parser.add_argument("--profile", action="store_true", help="cProfile instead of figures")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_ALLOWED_HOSTS", HOST)
+    django_setup()
+    import json
+
+    from bench.claims_bench import prepare_sale
+    from config.wsgi import application
+    from customers.revocation import auth_state_warm
+
+    statuses: Counter = Counter()
+
+    def send(env: dict) -> None:
+        def start_response(status: str, headers: list, exc_info: object = None) -> None:
+            statuses[status] += 1
+
+        answer = application(env, start_response)
+        b"".join(answer)
+        answer.close()
+
+    n = args.requests
+    event = make_event("request cost", tickets=10, batch=10)
+    queue = f"/api/v1/events/{event}/queue/"
+    warm = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)
+    cold = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)
+    for customer_id, _ in warm:  # what signing in does
+        auth_state_warm(customer_id=uuid.UUID(customer_id))
+    warm_tokens, cold_tokens = tokens_for(warm), tokens_for(cold)
+    sale = prepare_sale(customers=n, tickets=n)
+    claims = f"/api/v1/events/{sale['event_id']}/claims/"
+
+    def claim(bearer_admission: tuple[str, str]) -> dict:
+        bearer, admission = bearer_admission
+        body = {"admission_token": admission, "tier_id": sale["tier_id"], "quantity": 1}
+        return environ("POST", claims, bearer, json.dumps(body).encode())
+
+    kinds: list[tuple[str, list, Callable[[object], dict]]] = [
+        ("join (sign-out state cached)", warm_tokens, lambda t: environ("POST", queue, t)),
+        ("join (sign-out state cold)", cold_tokens, lambda t: environ("POST", queue, t)),
+        ("position read", warm_tokens, lambda t: environ("GET", f"{queue}position/", t)),
+        ("claim", sale["buyers"], claim),
+    ]
+    counter = RoundTrips()
+    with counter:
+        for name, items, build in kinds:
+            envs = [build(item) for item in items]
+            counter.reset()
+            profile = cProfile.Profile() if args.profile else None
+            cpu = []
+            for env in envs:
+                if profile:
+                    profile.enable()
+                started = time.thread_time()
+                send(env)
+                cpu.append(time.thread_time() - started)
+                if profile:
+                    profile.disable()
+            if profile:
+                print(f"--- {name}")
+                pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+                continue
+            print(
+                f"{name:30} CPU p50 {1e6 * statistics.median(cpu):5.0f} us, "
+                f"mean {1e6 * statistics.fmean(cpu):5.0f} us; round trips per request: "
+                f"Postgres {counter.postgres / len(envs):.2f}, "
+                f"Redis {counter.redis / len(envs):.2f}"
+            )
+    print(f"answers: {dict(statuses)} (load average {os.getloadavg()[0]:.1f})")
+    return 0 if set(statuses) <= {"200 OK", "201 Created"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
