@@ -37,6 +37,7 @@ class Customer:
     arrive_at: float | None = None  # seconds after the run starts; None: uniform over join_seconds
     position: int | None = None
     join_eta: int | None = None
+    join_poll_after: int | None = None
     admitted: asyncio.Event = field(default_factory=asyncio.Event)
     admission_token: str | None = None
     admission_via: str = ""
@@ -54,7 +55,7 @@ class SaleConfig:
     sandbox_url: str
     join_seconds: float = 5.0
     quantity: int = 1
-    poll_min: float = 10.0
+    poll_min: float = 2.0
     poll_max: float = 300.0
     ws_fallback_poll: float = 60.0
     claim_ttl: float = 600.0
@@ -127,6 +128,7 @@ class Sale:
         )
         if status == 201:
             c.position, c.join_eta = body.get("position"), body.get("eta_seconds")
+            c.join_poll_after = body.get("poll_after_seconds")
         elif error_code(body) != "already_in_queue":  # a retried join whose first try landed
             c.outcome = f"join_failed:{error_code(body) or status}"
             return
@@ -177,18 +179,26 @@ class Sale:
         return body
 
     def _interval(self, body: dict[str, Any] | None, last: float) -> float:
-        """Poll again after about the ETA; without an ETA (nobody is being
-        admitted right now, e.g. every ticket is held) back off, doubling."""
-        eta = (body or {}).get("eta_seconds")
-        base = last * 2 if eta is None else eta
+        """Poll again when the server says (``poll_after_seconds``, as the
+        waiting-room page does); from a server without the hint, after about
+        the ETA, backing off (doubling) while there is none."""
+        body = body or {}
         # Poll at least twice per admission window: the queue can move faster
         # than the ETA said (admissions lapse, tickets come back).
         ceiling = min(self.cfg.poll_max, self.cfg.window_seconds / 2)
+        if body.get("poll_after_seconds") is not None:  # never before the server's time
+            base = min(ceiling, max(self.cfg.poll_min, float(body["poll_after_seconds"])))
+            return base * self.rng.uniform(1.0, 1.1)
+        eta = body.get("eta_seconds")
+        base = last * 2 if eta is None else eta
         base = min(ceiling, max(self.cfg.poll_min, base))
         return base * self.rng.uniform(0.8, 1.2)
 
     async def _wait_admission(self, c: Customer) -> str | None:
-        body: dict[str, Any] | None = {"eta_seconds": c.join_eta}
+        body: dict[str, Any] | None = {
+            "eta_seconds": c.join_eta,
+            "poll_after_seconds": c.join_poll_after,
+        }
         interval = self.cfg.poll_min / 2
         while not self.stopping.is_set():
             if c.ws:

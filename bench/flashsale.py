@@ -119,7 +119,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         " in flight, not behind every join still to be sent",
     )
     sale.add_argument(
-        "--poll-min", type=float, default=10.0, help="shortest position poll interval (s)"
+        "--poll-min",
+        type=float,
+        default=2.0,
+        help="shortest position poll interval (s); above it the server's poll_after_seconds"
+        " decides",
     )
     sale.add_argument(
         "--poll-max", type=float, default=300.0, help="longest position poll interval (s)"

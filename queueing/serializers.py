@@ -4,6 +4,12 @@ from rest_framework import serializers
 
 from queueing.services import JoinResult, PositionResult
 
+POLL_AFTER_HELP = (
+    "While WAITING: seconds after which a client without the WebSocket should ask for its "
+    "place again (every admission tick near the head of the line, seldom far back; before "
+    "the sale starts, spread after the start, when the pre-queue is drawn). Null otherwise."
+)
+
 
 class QueueJoinedSerializer(serializers.Serializer):
     queue_entry_id = serializers.UUIDField()
@@ -22,6 +28,7 @@ class QueueJoinedSerializer(serializers.Serializer):
         help_text="Customers admitted so far. The WebSocket `position` push carries the new "
         "total; a client's position moves forward by the difference.",
     )
+    poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
 
 
 class QueuePositionSerializer(serializers.Serializer):
@@ -29,6 +36,7 @@ class QueuePositionSerializer(serializers.Serializer):
     position = serializers.IntegerField(allow_null=True, help_text="1-based, while WAITING.")
     eta_seconds = serializers.IntegerField(allow_null=True)
     served = serializers.IntegerField(allow_null=True)
+    poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
     admission_token = serializers.CharField(
         required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
     )
@@ -54,6 +62,7 @@ def joined_body(result: JoinResult) -> dict:
         "position": result.position,
         "eta_seconds": result.eta_seconds,
         "served": result.served,
+        "poll_after_seconds": result.poll_after_seconds,
     }
 
 
@@ -63,6 +72,7 @@ def position_body(result: PositionResult) -> dict:
         "position": result.position,
         "eta_seconds": result.eta_seconds,
         "served": result.served,
+        "poll_after_seconds": result.poll_after_seconds,
     }
     if result.admission_token and result.admission_expires_at:
         body["admission_token"] = result.admission_token

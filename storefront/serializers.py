@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from events.models import Event, TicketTier
+from queueing.serializers import POLL_AFTER_HELP
 
 
 class TierSerializer(serializers.ModelSerializer):
@@ -71,6 +72,7 @@ class MeQueueSerializer(serializers.Serializer):
     position = serializers.IntegerField(allow_null=True)
     eta_seconds = serializers.IntegerField(allow_null=True)
     served = serializers.IntegerField(allow_null=True)
+    poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
     admission_token = serializers.CharField(required=False, help_text="Only while ADMITTED.")
     admission_expires_at = serializers.DateTimeField(required=False)
 

@@ -6,6 +6,7 @@ customer it shows as admitted, whose token only Postgres can mint)."""
 from __future__ import annotations
 
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -27,7 +29,13 @@ from fairqueue.errors import (
     NotFound,
     Unauthenticated,
 )
-from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus, eta_seconds
+from queueing.domain import (
+    LIVE_STATUSES,
+    EndReason,
+    QueueStatus,
+    eta_seconds,
+    poll_after_seconds,
+)
 from queueing.models import QueueEntry
 from queueing.selectors import (
     EventSnapshot,
@@ -52,6 +60,7 @@ class JoinResult:
     position: int | None
     eta_seconds: int | None
     served: int | None
+    poll_after_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class PositionResult:
     position: int | None
     eta_seconds: int | None
     served: int | None = None
+    poll_after_seconds: int | None = None
     admission_token: str | None = None
     admission_expires_at: datetime | None = None
     reason: str | None = None  # EXPIRED: why (EndReason)
@@ -76,13 +86,22 @@ def _event_for_queue(event_id: uuid.UUID | str) -> EventSnapshot:
     return event
 
 
-def _eta(event: EventSnapshot, position: int | None, rate: float | None) -> int | None:
-    if position is None:
-        return None
+def _waiting(
+    event: EventSnapshot, position: int, rate: float | None
+) -> tuple[int | None, int]:
+    """A waiting customer's ETA and when to ask again without the socket."""
     wait = max(0.0, (event.sale_start - timezone.now()).total_seconds())
     if rate is None:
         rate = fallback_rate(batch_size=event.admission_batch_size)
-    return eta_seconds(position=position, rate_per_second=rate, wait_before_start=wait)
+    eta = eta_seconds(position=position, rate_per_second=rate, wait_before_start=wait)
+    poll_after = poll_after_seconds(
+        position=position,
+        batch_size=event.admission_batch_size,
+        interval=settings.ADMISSION_INTERVAL_SECONDS,
+        until_start=wait,
+        spread=random.random(),
+    )
+    return eta, poll_after
 
 
 @dataclass(frozen=True)
@@ -184,17 +203,16 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
             admission_clock_stop(event_id=event.id)
         entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
         position = waiting_rank(entry=entry) + 1
-        eta = _eta(event, position, None)
-        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None)
+        eta, poll_after = _waiting(event, position, None)
+        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None, poll_after)
     if prequeue and timezone.now() >= event.sale_start:
         # The sale started while this pre-queue join was on its way: the
         # shuffle may have given the entry its rank after (and then written
         # Redis before) this add. Postgres has the score that counts.
         _prequeue_score_to_redis(entry_id=entry_id, event_id=event.id, customer_id=customer_id)
     position = answer.rank + 1
-    return JoinResult(
-        entry_id, QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
-    )
+    eta, poll_after = _waiting(event, position, answer.rate)
+    return JoinResult(entry_id, QueueStatus.WAITING, position, eta, answer.served, poll_after)
 
 
 def _admitted_meanwhile(entry_id: uuid.UUID) -> bool:
@@ -259,21 +277,16 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
             admission_clock_stop(event_id=event.id)
     if answer is not None and answer.rank is not None and answer.admitted_until_ms is None:
         position = answer.rank + 1
-        return PositionResult(
-            QueueStatus.WAITING, position, _eta(event, position, answer.rate), answer.served
-        )
+        eta, poll_after = _waiting(event, position, answer.rate)
+        return PositionResult(QueueStatus.WAITING, position, eta, answer.served, poll_after)
     served = answer.served if answer is not None else None
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
         raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
-        return PositionResult(
-            QueueStatus.WAITING,
-            position,
-            _eta(event, position, answer.rate if answer else None),
-            served,
-        )
+        eta, poll_after = _waiting(event, position, answer.rate if answer else None)
+        return PositionResult(QueueStatus.WAITING, position, eta, served, poll_after)
     expires_at = entry.admission_expires_at
     if expires_at is not None and admission_window_open(entry=entry, now=timezone.now()):
         return _admitted_answer(entry, expires_at, served)

@@ -27,6 +27,7 @@ def test_every_pure_module_has_its_tests():
     assert JS_TESTS == [
         "countdown.test.js",
         "eta.test.js",
+        "live.test.js",
         "machine.test.js",
         "position.test.js",
         "seatmap.test.js",

@@ -177,6 +177,8 @@ def test_join_during_the_prequeue_is_marked_and_eta_counts_the_wait(api):
     assert response.status_code == 201
     assert QueueEntry.objects.get(customer=customer).prequeue is True
     assert 599 <= response.json()["eta_seconds"] <= 601
+    # Not before the draw at the start, and at most a tick after it (first in line).
+    assert 600 <= response.json()["poll_after_seconds"] <= 606
 
 
 def test_join_of_a_paused_or_sold_out_event_is_allowed(api):
@@ -228,7 +230,13 @@ def test_position_of_a_waiting_customer(api, event):
     customer, _ = join(event)
     response = api.get(url(event.id, "position/"), **bearer(customer))
     assert response.status_code == 200
-    assert response.json() == {"status": "WAITING", "position": 2, "eta_seconds": 1, "served": None}
+    assert response.json() == {
+        "status": "WAITING",
+        "position": 2,
+        "eta_seconds": 1,
+        "served": None,
+        "poll_after_seconds": 5,  # the next tick may admit it
+    }
 
 
 def test_position_of_an_admitted_customer_carries_a_fresh_token(api, event):
@@ -268,6 +276,25 @@ def test_position_eta_uses_the_measured_rate(api):
     assert body["served"] == 3
     # measured: 3 per 5 s = 0.6/s -> 6 / 0.6 = 10 s
     assert body["eta_seconds"] == 10
+    # no tick admits more than 3: not before the second tick from now
+    assert body["poll_after_seconds"] == 5
+
+
+def test_far_back_in_line_the_poll_hint_is_long_and_an_admitted_customer_gets_none(api):
+    event = make_event(tickets=100, admission_batch_size=2)
+    for _ in range(3):
+        join(event)
+    services.admission_tick_event(event_id=event.id)
+    admitted = QueueEntry.objects.filter(event=event, status=QueueStatus.ADMITTED).first()
+    customers = [CustomerFactory() for _ in range(60)]
+    for customer in customers:
+        join(event, customer)
+    last = api.get(url(event.id, "position/"), **bearer(customers[-1])).json()
+    assert last["position"] == 61
+    assert last["poll_after_seconds"] == 75  # 30 ticks ahead x 5 s, halved
+    body = api.get(url(event.id, "position/"), **bearer(admitted.customer)).json()
+    assert body["status"] == "ADMITTED"
+    assert body["poll_after_seconds"] is None
 
 
 def test_position_falls_back_to_postgres_when_redis_is_down(api, event, dead_redis):

@@ -3,7 +3,15 @@
 import pytest
 
 from fairqueue.states import IllegalTransition
-from queueing.domain import QUEUE_MACHINE, QueueStatus, admission_capacity, eta_seconds
+from queueing.domain import (
+    POLL_MAX_SECONDS,
+    PREQUEUE_SPREAD_SECONDS,
+    QUEUE_MACHINE,
+    QueueStatus,
+    admission_capacity,
+    eta_seconds,
+    poll_after_seconds,
+)
 
 Q = QueueStatus
 
@@ -67,6 +75,35 @@ def test_eta_is_position_over_rate_rounded_up_plus_the_wait_for_the_sale():
 def test_eta_is_unknown_when_nobody_is_admitted():
     assert eta_seconds(position=5, rate_per_second=0.0) is None
     assert eta_seconds(position=5, rate_per_second=None) is None
+
+
+def poll_after(position, *, batch=100, interval=5.0, until_start=0.0, spread=0.0):
+    return poll_after_seconds(
+        position=position,
+        batch_size=batch,
+        interval=interval,
+        until_start=until_start,
+        spread=spread,
+    )
+
+
+def test_near_the_head_poll_every_tick_whatever_the_rate():
+    assert poll_after(1) == 5
+    assert poll_after(100) == 5  # the next tick may admit it
+    assert poll_after(101) == 5  # one tick ahead: halfway is 2.5 s, never less than a tick
+    assert poll_after(301) == 8  # three ticks ahead: 15 s, halved, rounded up
+
+
+def test_far_back_poll_halfway_to_the_earliest_admission_capped():
+    assert poll_after(2_001) == 50
+    assert poll_after(10**6) == POLL_MAX_SECONDS
+
+
+def test_before_the_start_poll_after_the_draw_spread_by_place():
+    assert poll_after(1, until_start=30.0, spread=0.0) == 30
+    assert poll_after(1, until_start=30.0, spread=1.0) == 35  # head: at most a tick later
+    assert poll_after(40_000, until_start=30.0, spread=0.5) == 30 + PREQUEUE_SPREAD_SECONDS / 2
+    assert poll_after(40_000, until_start=30.0, spread=1.0) == 30 + PREQUEUE_SPREAD_SECONDS
 
 
 def test_queue_machine():

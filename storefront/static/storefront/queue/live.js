@@ -3,7 +3,8 @@
    says whether it is live through `onLive`. */
 import { api, session } from "../lib/api.js";
 
-const POLL_MS = 5000;             // position polling while the socket is down
+const POLL_MS = 5000;             // position polling while the socket is down: at least this
+const POLL_MAX_MS = 30000;        // and at most this apart, the server's hint in between
 const RESYNC_MS = 120000;         // a fresh snapshot now and then (abandons ahead, pre-queue shuffle)
 const SNAPSHOT_MIN_GAP_MS = 3000;
 
@@ -22,8 +23,18 @@ export async function socketUrl(cfg) {
   return base + "/ws/events/" + cfg.event_id + "/queue/?ticket=" + encodeURIComponent(r.data.ticket);
 }
 
+/* How long to wait before the next poll: the server's poll_after_seconds
+   (every tick near the head of the line, seldom far back, after the draw
+   before the sale starts), within POLL_MS..POLL_MAX_MS so the page stays
+   fresh, plus up to 2 s so pages do not ask in step. */
+export function pollDelayMs(hintSeconds, random = Math.random) {
+  const hinted = typeof hintSeconds === "number" ? hintSeconds * 1000 : POLL_MS;
+  return Math.min(POLL_MAX_MS, Math.max(POLL_MS, hinted)) + random() * 2000;
+}
+
 export class LiveLink {
-  /* poll(): one round trip to the API standing in for the socket (returns a promise).
+  /* poll(): one round trip to the API standing in for the socket (returns a
+     promise of the server's poll_after_seconds, or of nothing).
      onClose(code): 4401 sign-in lost (the ticket endpoint refused the token),
      4404 no such event (the link stops itself). */
   constructor({ cfg, onMessage, onLive, poll, onOpen, onClose }) {
@@ -125,14 +136,14 @@ export class LiveLink {
 
   startPolling() {
     if (this.pollTimer) return;
-    const next = () => {
+    const next = (hint) => {
       this.pollTimer = window.setTimeout(async () => {
         if (!this.wanted || this.isOpen()) { this.pollTimer = null; return; }
-        await this.poll();
-        if (this.pollTimer !== null) next();
-      }, POLL_MS + Math.random() * 2000);
+        const after = await this.poll();
+        if (this.pollTimer !== null) next(after);
+      }, pollDelayMs(hint));
     };
-    next();
+    next(null);
   }
 
   stopPolling() {

@@ -58,7 +58,7 @@ const live = new LiveLink({
 async function refresh() {
   if (!session.get()) { decide(null); return; }
   const r = await api("GET", API + "events/" + EVENT + "/me/");
-  if (r.ok) { decide(r.data); return; }
+  if (r.ok) { decide(r.data); return r.data.queue ? r.data.queue.poll_after_seconds : null; }
   if (r.status === 401) { decide(null); return; }
   if (r.status === 404) { render("ended"); return; }
   if (r.status !== 0) setError(errorText(r));  // a network blip: the next poll retries
