@@ -155,7 +155,12 @@ _db.setdefault("OPTIONS", {})["connect_timeout"] = 5
 # server-side cursors (they outlive a transaction, on a server the pooler
 # may hand to someone else). Prepared statements are already off (Django's
 # psycopg connections have prepare_threshold None).
-_db["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DB_TRANSACTION_POOLER", default=False)
+_transaction_pooler = env.bool("DB_TRANSACTION_POOLER", default=False)
+_db["DISABLE_SERVER_SIDE_CURSORS"] = _transaction_pooler
+# The hottest statements (claim, join, sign-out state) are prepared once per
+# connection (fairqueue/db.py); not behind a transaction pooler unless it
+# keeps them (PgBouncer 1.21+ with max_prepared_statements).
+DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=not _transaction_pooler)
 # How long a request waits for a Postgres row lock before it answers "busy,
 # retry" (503 + Retry-After) instead of hanging (fairqueue/locks.py).
 DB_LOCK_TIMEOUT_MS = env.int("DB_LOCK_TIMEOUT_MS", default=2000)

@@ -19,12 +19,13 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from customers.models import Customer, RevokedToken
 from customers.tokens import CustomerPrincipal, customer_token_verify
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import ErrorCode, Unauthenticated
 from fairqueue.redis import RedisStore, best_effort
 
@@ -92,7 +93,7 @@ def _state_sql() -> str:
 def _state_from_postgres(customer_id: uuid.UUID) -> tuple[int, list[str]] | None:
     """(token version, revoked jtis not yet expired), in one statement: the
     first request of a customer whose state Redis does not hold pays it."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_state_sql(), [customer_id])
         row = cursor.fetchone()
     return None if row is None else (row[0], list(row[1]))

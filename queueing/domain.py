@@ -56,30 +56,43 @@ def eta_seconds(
 
 
 # A customer without the live WebSocket asks again at least this often (so the
-# page's place stays fresh) and, before the sale starts, spreads its first
-# question after the start over up to PREQUEUE_SPREAD_SECONDS.
+# page's place stays fresh); the first HEAD_PLACES of the line ask every tick
+# even while nobody is admitted (the next returned ticket goes to them); before
+# the sale starts, the first question after it is spread over up to
+# PREQUEUE_SPREAD_SECONDS.
 POLL_MAX_SECONDS = 120
+HEAD_PLACES = 50
 PREQUEUE_SPREAD_SECONDS = 60
 
 
 def poll_after_seconds(
-    *, position: int, batch_size: int, interval: float, until_start: float, spread: float
+    *,
+    position: int,
+    rate_per_second: float,
+    interval: float,
+    until_start: float,
+    spread: float,
 ) -> int:
     """When a customer at ``position`` (1-based) without the WebSocket should
-    ask for its place again.
+    ask for its place again, at the measured admission rate.
 
-    No tick admits more than a batch, so a customer ``position`` places back
-    cannot be admitted within the next ``ceil(position / batch) - 1`` ticks:
-    it asks halfway to the earliest one (halfway: a tick can come early), and
-    every tick once the next one may admit it, whatever the admission rate
-    (when every ticket is held the rate is zero, yet the next returned ticket
-    goes to the head of the line at the next tick). Before the sale starts
-    the order is not drawn yet (the pre-queue is shuffled at the start): ask
-    after the start, at ``spread`` (0..1, random per answer) of a window that
-    grows with the place in the pre-queue, so the pre-queue does not ask in
-    the same second."""
-    ticks_ahead = (position - 1) // max(1, batch_size)
-    after = min(float(POLL_MAX_SECONDS), max(interval, ticks_ahead * interval / 2))
+    Every tick near the head of the line: the first HEAD_PLACES, and as far
+    as the next two ticks are expected to reach. Further back, at the ETA
+    (within one tick and POLL_MAX_SECONDS): the line cannot reach it sooner
+    unless the rate rises, and asking more often would only load the server
+    that is serving the head. Nobody admitted (every ticket held): the
+    longest, but for the head. Before the sale starts the order is not drawn
+    yet (the pre-queue is shuffled at the start): ask after the start, at
+    ``spread`` (0..1, random per answer) of a window that grows with the
+    place in the pre-queue, so the pre-queue does not ask in the same second."""
+    rate = max(0.0, rate_per_second)
+    reach = max(HEAD_PLACES, 2 * interval * rate)
+    if position <= reach:
+        after = interval
+    elif rate > 0:
+        after = min(float(POLL_MAX_SECONDS), max(interval, position / rate))
+    else:
+        after = float(POLL_MAX_SECONDS)
     if until_start > 0:
         after = until_start + spread * min(float(PREQUEUE_SPREAD_SECONDS), after)
     return math.ceil(after)

@@ -1,6 +1,7 @@
 """DB_TRANSACTION_POOLER (docs/SCALING.md, PgBouncer in transaction mode):
-the app's connections iterate without server-side cursors; they prepare no
-statement either way (what a transaction pooler also needs)."""
+the app's connections iterate without server-side cursors and prepare no
+statement (what a transaction pooler needs); directly on Postgres, the hot
+statements are prepared (fairqueue/db.py, tests/test_prepared_statements.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 PROBE = """
 import django, json
 django.setup()
+from django.conf import settings
 from django.db import connection
 from customers.models import Customer
 list(Customer.objects.all().iterator(chunk_size=10))
@@ -24,6 +26,7 @@ connection.ensure_connection()
 print(json.dumps({
     "server_side_cursors": not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"),
     "prepare_threshold": connection.connection.prepare_threshold,
+    "hot_statements_prepared": settings.DB_PREPARED_STATEMENTS,
 }))
 """
 
@@ -47,5 +50,13 @@ def test_behind_a_transaction_pooler_no_prepared_statements_nor_server_side_curs
     assert probe(DB_TRANSACTION_POOLER="true") == {
         "server_side_cursors": False,
         "prepare_threshold": None,
+        "hot_statements_prepared": False,
     }
-    assert probe() == {"server_side_cursors": True, "prepare_threshold": None}
+    assert probe() == {
+        "server_side_cursors": True,
+        "prepare_threshold": None,
+        "hot_statements_prepared": True,
+    }
+    assert probe(DB_TRANSACTION_POOLER="true", DB_PREPARED_STATEMENTS="true")[
+        "hot_statements_prepared"
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import IntegrityError, connection
 
 from claims.models import Claim
+from fairqueue.db import prepared_cursor
 from inventory.services import PICK_FREE_SQL
 from inventory.services import TABLE as TICKETS
 from queueing.domain import QueueStatus
@@ -146,7 +147,7 @@ def claim_insert_admitted(
         now=claim.created_at,
         reservation=reservation_id,
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_CLAIM_ADMITTED_SQL, params)
         admitted, picked, taken = cursor.fetchone()
     outcome = ClaimOutcome(admitted=admitted == 1, picked=picked, taken=taken)

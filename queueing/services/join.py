@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import (
     AppError,
     Conflict,
@@ -96,7 +97,7 @@ def _waiting(
     eta = eta_seconds(position=position, rate_per_second=rate, wait_before_start=wait)
     poll_after = poll_after_seconds(
         position=position,
-        batch_size=event.admission_batch_size,
+        rate_per_second=rate,
         interval=settings.ADMISSION_INTERVAL_SECONDS,
         until_start=wait,
         spread=random.random(),
@@ -168,7 +169,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     # savepoint there; in autocommit (the API) the statement commits itself.
     guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
-        with guard, connection.cursor() as cursor:
+        with guard, prepared_cursor() as cursor:
             cursor.execute(_join_sql(), params)
             inserted = cursor.rowcount
     except IntegrityError as exc:

@@ -276,22 +276,24 @@ def test_position_eta_uses_the_measured_rate(api):
     assert body["served"] == 3
     # measured: 3 per 5 s = 0.6/s -> 6 / 0.6 = 10 s
     assert body["eta_seconds"] == 10
-    # no tick admits more than 3: not before the second tick from now
-    assert body["poll_after_seconds"] == 5
+    assert body["poll_after_seconds"] == 5  # near the head: every tick
 
 
-def test_far_back_in_line_the_poll_hint_is_long_and_an_admitted_customer_gets_none(api):
+def test_far_back_in_line_the_poll_hint_is_the_eta_and_an_admitted_customer_gets_none(api):
     event = make_event(tickets=100, admission_batch_size=2)
     for _ in range(3):
         join(event)
-    services.admission_tick_event(event_id=event.id)
+    services.admission_tick_event(event_id=event.id)  # 2 per 5 s: 0.4/s
     admitted = QueueEntry.objects.filter(event=event, status=QueueStatus.ADMITTED).first()
     customers = [CustomerFactory() for _ in range(60)]
     for customer in customers:
         join(event, customer)
     last = api.get(url(event.id, "position/"), **bearer(customers[-1])).json()
     assert last["position"] == 61
-    assert last["poll_after_seconds"] == 75  # 30 ticks ahead x 5 s, halved
+    assert last["eta_seconds"] == 153  # 61 / 0.4 per s
+    assert last["poll_after_seconds"] == 120  # at the ETA, but at most two minutes apart
+    head = api.get(url(event.id, "position/"), **bearer(customers[0])).json()
+    assert head["poll_after_seconds"] == 5
     body = api.get(url(event.id, "position/"), **bearer(admitted.customer)).json()
     assert body["status"] == "ADMITTED"
     assert body["poll_after_seconds"] is None

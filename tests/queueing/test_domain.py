@@ -4,6 +4,7 @@ import pytest
 
 from fairqueue.states import IllegalTransition
 from queueing.domain import (
+    HEAD_PLACES,
     POLL_MAX_SECONDS,
     PREQUEUE_SPREAD_SECONDS,
     QUEUE_MACHINE,
@@ -77,29 +78,36 @@ def test_eta_is_unknown_when_nobody_is_admitted():
     assert eta_seconds(position=5, rate_per_second=None) is None
 
 
-def poll_after(position, *, batch=100, interval=5.0, until_start=0.0, spread=0.0):
+def poll_after(position, *, rate=100.0, interval=5.0, until_start=0.0, spread=0.0):
     return poll_after_seconds(
         position=position,
-        batch_size=batch,
+        rate_per_second=rate,
         interval=interval,
         until_start=until_start,
         spread=spread,
     )
 
 
-def test_near_the_head_poll_every_tick_whatever_the_rate():
+def test_near_the_head_ask_every_tick():
+    # 100/s with a tick every 5 s: the next two ticks reach place 1,000
     assert poll_after(1) == 5
-    assert poll_after(100) == 5  # the next tick may admit it
-    assert poll_after(101) == 5  # one tick ahead: halfway is 2.5 s, never less than a tick
-    assert poll_after(301) == 8  # three ticks ahead: 15 s, halved, rounded up
+    assert poll_after(1_000) == 5
+    # nobody admitted right now: the head still asks every tick
+    assert poll_after(HEAD_PLACES, rate=0.0) == 5
 
 
-def test_far_back_poll_halfway_to_the_earliest_admission_capped():
-    assert poll_after(2_001) == 50
+def test_further_back_ask_at_the_eta_within_bounds():
+    assert poll_after(1_001) == 11  # 1,001 / 100 per s
+    assert poll_after(9_000) == 90
     assert poll_after(10**6) == POLL_MAX_SECONDS
 
 
-def test_before_the_start_poll_after_the_draw_spread_by_place():
+def test_nobody_admitted_the_rest_of_the_line_asks_seldom():
+    assert poll_after(HEAD_PLACES + 1, rate=0.0) == POLL_MAX_SECONDS
+    assert poll_after(HEAD_PLACES + 1, rate=0.001) == POLL_MAX_SECONDS
+
+
+def test_before_the_start_ask_after_the_draw_spread_by_place():
     assert poll_after(1, until_start=30.0, spread=0.0) == 30
     assert poll_after(1, until_start=30.0, spread=1.0) == 35  # head: at most a tick later
     assert poll_after(40_000, until_start=30.0, spread=0.5) == 30 + PREQUEUE_SPREAD_SECONDS / 2
