@@ -53,5 +53,6 @@ def prepared_cursor() -> Iterator[Any]:
     connection.validate_thread_sharing()
     if connection.connection.prepare_threshold is None:
         connection.connection.prepare_threshold = _ONLY_WHEN_ASKED
-    with connection.make_cursor(_PreparingCursor(connection.connection)) as cursor:
+    raw = _PreparingCursor(connection.connection)
+    with connection.make_cursor(raw) as cursor:  # type: ignore[arg-type]  # stubs: it takes the raw cursor
         yield cursor
