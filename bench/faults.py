@@ -62,7 +62,7 @@ def _control(ctx: FaultContext) -> dict[str, str]:
     return {"X-Sandbox-Token": ctx.sandbox_token}
 
 
-async def _sandbox_config(ctx: FaultContext, **config: Any) -> None:
+async def sandbox_config(ctx: FaultContext, **config: Any) -> None:
     url = f"{ctx.sandbox_url}/_sandbox/config"
     async with (
         aiohttp.ClientSession(headers=_control(ctx)) as session,
@@ -157,9 +157,9 @@ async def webhooks_duplicate(
     ctx: FaultContext, report: FaultReport, *, seconds: float = 30.0
 ) -> None:
     report.injected_at = ctx.now()
-    await _sandbox_config(ctx, duplicate_webhooks=3)
+    await sandbox_config(ctx, duplicate_webhooks=3)
     await asyncio.sleep(seconds)
-    await _sandbox_config(ctx, duplicate_webhooks=1)
+    await sandbox_config(ctx, duplicate_webhooks=1)
     report.ended_at = ctx.now()
     report.notes.append(f"every webhook delivered 3 times, in parallel, for {seconds:g} s")
 
@@ -169,10 +169,10 @@ async def webhooks_late(ctx: FaultContext, report: FaultReport, *, late_payers: 
     their claim expired (the success reaches a released claim)."""
     delay = ctx.claim_ttl + 2 * ctx.expiry_interval
     report.injected_at = ctx.now()
-    await _sandbox_config(ctx, webhook_delay_seconds=delay)
+    await sandbox_config(ctx, webhook_delay_seconds=delay)
     ctx.sale.late_payers_left = late_payers
     await asyncio.sleep(20)
-    await _sandbox_config(ctx, webhook_delay_seconds=0)
+    await sandbox_config(ctx, webhook_delay_seconds=0)
     started = late_payers - ctx.sale.late_payers_left
     ctx.sale.late_payers_left = 0
     report.ended_at = ctx.now()
@@ -256,9 +256,9 @@ async def webhooks_out_of_order(
 
 async def gateway_5xx(ctx: FaultContext, report: FaultReport, *, seconds: float = 20.0) -> None:
     report.injected_at = ctx.now()
-    await _sandbox_config(ctx, fail_next_n_with_5xx=10**9)
+    await sandbox_config(ctx, fail_next_n_with_5xx=10**9)
     await asyncio.sleep(seconds)
-    await _sandbox_config(ctx, fail_next_n_with_5xx=0)
+    await sandbox_config(ctx, fail_next_n_with_5xx=0)
     report.ended_at = ctx.now()
     report.notes.append(f"every gateway API call answered 500 for {seconds:g} s")
     # Payments the outage left INITIALIZING (never reached the gateway) must be

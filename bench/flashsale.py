@@ -63,6 +63,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--web-workers", type=int, default=2, help="web (granian) workers (--launch-stack)"
     )
     where.add_argument(
+        "--gateway-latency",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="every call to the sandbox gateway takes this long (Paystack's round trip)",
+    )
+    where.add_argument(
         "--stack-env", action="append", default=[], metavar="KEY=VALUE", help="extra stack settings"
     )
     sale = p.add_argument_group("sale")

@@ -160,8 +160,10 @@ def print_results(
     settings = {
         k: env[k]
         for k in sorted(env)
-        if k.endswith(("_SECONDS", "WEB_CONCURRENCY")) or k == "DJANGO_DEBUG"
+        if k.endswith(("_SECONDS", "WEB_CONCURRENCY", "WEB_THREADS")) or k == "DJANGO_DEBUG"
     }
+    if getattr(args, "gateway_latency", 0):
+        settings["gateway latency (s)"] = str(args.gateway_latency)
     if settings:
         print("stack settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     print("\nper endpoint (whole run):")

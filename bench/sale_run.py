@@ -19,7 +19,7 @@ import psycopg
 
 from bench._common import Api, Recorder
 from bench.customers import BEHAVIOURS, Customer, Sale, SaleConfig
-from bench.faults import FaultContext, run_fault
+from bench.faults import FaultContext, run_fault, sandbox_config
 
 
 class Monitor:
@@ -293,6 +293,8 @@ async def run_sale(
             window_seconds=float(args.window_seconds),
             admission_interval=float(stack_env.get("ADMISSION_INTERVAL_SECONDS", 5)),
         )
+        if args.gateway_latency > 0:
+            await sandbox_config(ctx, latency_seconds=args.gateway_latency)
         background = [
             asyncio.create_task(monitor.run(sale)),
             asyncio.create_task(progress(rec, sale, monitor, len(people), args.progress, phase)),

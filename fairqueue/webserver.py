@@ -5,7 +5,8 @@
 One place builds the command line, so `make run`, docker compose, the image, the tests that
 start the web process and the benchmarks run the same server with the same settings
 (README, "Why granian", says why). It reads PORT (8000), WEB_HOST (0.0.0.0),
-WEB_CONCURRENCY (2 workers) and WEB_MAX_CONNECTIONS (1024) and becomes granian (exec).
+WEB_CONCURRENCY (2 workers), WEB_THREADS (1 per worker) and WEB_MAX_CONNECTIONS (1024)
+and becomes granian (exec).
 
 - One blocking thread per worker: each worker runs one request at a time on one Postgres
   connection (persistent, CONN_MAX_AGE). More threads only ran Postgres out of connections
@@ -25,6 +26,7 @@ import os
 import sys
 
 DEFAULT_WORKERS = 2  # one per core measured best (docs/BENCHMARKS.md)
+DEFAULT_THREADS = 1
 DEFAULT_MAX_CONNECTIONS = 1024
 
 
@@ -38,6 +40,7 @@ def web_argv(
     host: str,
     port: int,
     workers: int = DEFAULT_WORKERS,
+    threads: int = DEFAULT_THREADS,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     log_level: str = "info",
 ) -> list[str]:
@@ -48,7 +51,7 @@ def web_argv(
         f"--host={host}",
         f"--port={port}",
         f"--workers={workers}",
-        "--blocking-threads=1",
+        f"--blocking-threads={threads}",
         f"--backpressure={backpressure(workers=workers, max_connections=max_connections)}",
         f"--backlog={max(128, max_connections)}",
         "--http=1",  # HTTP/1.1 with keep-alive; nginx in front speaks it too
@@ -65,6 +68,7 @@ def main() -> None:
         host=os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job; nginx in front
         port=int(os.environ.get("PORT", "8000")),
         workers=int(os.environ.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
+        threads=int(os.environ.get("WEB_THREADS", DEFAULT_THREADS)),
         max_connections=int(os.environ.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)),
         log_level=os.environ.get("WEB_LOG_LEVEL", "info"),
     )

@@ -14,7 +14,8 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,15 @@ IDLE_CONNECTIONS = 50
 SLOW_CLIENTS = 10
 
 
-@pytest.fixture
-def web(transactional_db) -> Iterator[str]:
+@contextmanager
+def web_process(**settings: str) -> Iterator[str]:
     """The `web` entry of `make run`'s processes, on a free port."""
     port = devstack.free_port()
     env = child_env(
         PORT=str(port),
         WS_PORT=str(devstack.free_port()),
         SANDBOX_PORT=str(devstack.free_port()),
-        WEB_CONCURRENCY="2",
+        **{"WEB_CONCURRENCY": "2", **settings},
     )
     [entry] = [e for e in devstack.app_processes(env) if e.name == "web"]
     base = f"http://127.0.0.1:{port}"
@@ -52,6 +53,12 @@ def web(transactional_db) -> Iterator[str]:
         yield base
     finally:
         devstack.stop_groups([proc])
+
+
+@pytest.fixture
+def web(transactional_db) -> Iterator[str]:
+    with web_process() as base:
+        yield base
 
 
 def healthz_seconds(conn: http.client.HTTPConnection) -> float:
@@ -83,3 +90,31 @@ def test_idle_and_slow_connections_never_hold_a_worker(web):
     # The timeout of 1 s on each request already fails the test when it is
     # exceeded; this names the figures.
     assert max(seconds) < 1.0, seconds
+
+
+@pytest.mark.parametrize(("threads", "side_by_side"), [("1", False), ("2", True)])
+def test_web_threads_let_a_worker_wait_out_two_slow_calls_at_once(
+    transactional_db, threads, side_by_side
+):
+    """WEB_THREADS: requests that wait on something else (here /readyz, which
+    waits a second for a Celery worker that is not there; in a sale, the
+    payment gateway) share a worker's wait when it has threads for them."""
+    settings = {"WEB_CONCURRENCY": "1", "WEB_THREADS": threads}
+    with web_process(READYZ_WORKER_TIMEOUT_SECONDS="1", **settings) as base:
+
+        def readyz(_: int) -> int:
+            conn = http.client.HTTPConnection(base.split("//")[1], timeout=10)
+            try:
+                conn.request("GET", "/readyz")
+                return conn.getresponse().status
+            finally:
+                conn.close()
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            assert list(pool.map(readyz, range(2))) == [503, 503]  # no worker answered
+        seconds = time.monotonic() - started
+    if side_by_side:
+        assert seconds < 1.9, seconds  # one wait for both
+    else:
+        assert seconds >= 2.0, seconds  # one after the other

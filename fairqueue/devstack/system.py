@@ -31,7 +31,12 @@ from fairqueue.devstack.processes import (
     write_line,
 )
 from fairqueue.devstack.services import Stack, log_tail
-from fairqueue.webserver import DEFAULT_MAX_CONNECTIONS, DEFAULT_WORKERS, web_argv
+from fairqueue.webserver import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_THREADS,
+    DEFAULT_WORKERS,
+    web_argv,
+)
 
 MANAGE_PY = REPO_ROOT / "manage.py"
 READY_TIMEOUT = 120.0  # seconds the banner waits for every process to listen
@@ -58,6 +63,7 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
             "web",
             web_argv(host=ALL_INTERFACES, port=int(env["PORT"]),
                      workers=int(env.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
+                     threads=int(env.get("WEB_THREADS", DEFAULT_THREADS)),
                      max_connections=int(env.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS))),
             port=int(env["PORT"]),
         ),

@@ -129,6 +129,9 @@ class SandboxGateway:
         records the transaction before "losing" its answer)."""
         if not self._authorized(environ):
             return fail("401 Unauthorized", "Invalid key")
+        latency = float(self.config["latency_seconds"])
+        if latency > 0:
+            time.sleep(latency)
         fault = self._take_fault()
         if fault == "key":
             return fail("401 Unauthorized", "Invalid key")

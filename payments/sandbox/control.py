@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from payments.sandbox.app import SandboxGateway
 
 DEFAULT_CONFIG: dict[str, Any] = {
+    # Every API call takes at least this long: the round trip to Paystack from
+    # where the servers are (a few hundred ms), which a sale's web workers wait out.
+    "latency_seconds": 0.0,
     "fail_next_n_with_5xx": 0,
     "fail_after_recording": False,
     "delay_next_n": 0,

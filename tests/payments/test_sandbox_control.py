@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -142,6 +143,23 @@ def test_merchant_faults_on_demand(sandbox, fault, status, message):
         assert answer.headers["Retry-After"] == "7"
     else:
         assert answer.json() == {"status": False, "message": message}
+
+
+def test_a_steady_gateway_latency_on_every_api_call_and_calls_wait_side_by_side(sandbox):
+    """The round trip to Paystack that a sale's web workers wait out; the
+    sandbox answers concurrent calls concurrently, as the gateway would."""
+    sandbox.config(latency_seconds=0.3)
+    started = time.monotonic()
+    initialize(sandbox, "slow-1")
+    assert time.monotonic() - started >= 0.3
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        started = time.monotonic()
+        list(pool.map(lambda n: initialize(sandbox, f"slow-{n + 2}"), range(4)))
+    assert 0.3 <= time.monotonic() - started < 1.0
+    sandbox.config(latency_seconds=0.0)
+    started = time.monotonic()
+    verify(sandbox, "slow-1")
+    assert time.monotonic() - started < 0.3
 
 
 # --- the Refund API ---------------------------------------------------------------
