@@ -83,7 +83,7 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     from django.utils import timezone
 
     from bench.queue_setup import seed_admitted
-    from customers.revocation import auth_state_warm
+    from customers.revocation import customer_token_authenticate
     from customers.tokens import customer_token_issue
     from events.models import Organizer
     from events.services import TierSpec, event_activate, event_create
@@ -103,12 +103,11 @@ def prepare_sale(*, customers: int, tickets: int) -> dict:
     tier = event.tiers.get()
     buyers = []
     for customer, admission in seed_admitted(event, count=customers, prefix="bench"):
-        buyers.append(
-            (customer_token_issue(customer_id=customer.id, email=customer.email)[0], admission)
-        )
-        # As signing in (and the buyer's join and polls since) leave it: the
-        # claim finds the sign-out state in Redis.
-        auth_state_warm(customer_id=customer.id)
+        token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+        # As the buyer's join and polls (or signing in) leave it: the claim
+        # finds the sign-out state in Redis.
+        customer_token_authenticate(token)
+        buyers.append((token, admission))
     return {"event_id": str(event.pk), "tier_id": str(tier.pk), "buyers": buyers}
 
 

@@ -10,8 +10,9 @@ machine inflates it) and the Postgres and Redis round trips (counted at the
 client, so they do not depend on the load; see bench/claim_cost.py for how).
 The difference to the server CPU per request that claims_bench.py and
 queue_bench.py report is the HTTP server's share. Joins are measured twice:
-with the customer's sign-out state cached in Redis, as signing in leaves it,
-and cold (tokens minted outside the sign-in, or a wiped Redis). ``--profile``
+with the customer's sign-out state cached in Redis (by an earlier request of
+theirs, or by signing in), and cold (a wiped Redis, or tokens minted outside
+the sign-in). ``--profile``
 prints cProfile's top functions per kind instead. Run it from the checkout
 whose code you want to measure; it adds an event and customers to the
 database (use a throwaway one).
@@ -76,7 +77,6 @@ def main() -> int:
 
     from bench.claims_bench import prepare_sale
     from config.wsgi import application
-    from customers.revocation import auth_state_warm
 
     statuses: Counter = Counter()
 
@@ -93,9 +93,9 @@ def main() -> int:
     queue = f"/api/v1/events/{event}/queue/"
     warm = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)
     cold = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)
-    for customer_id, _ in warm:  # what signing in does
-        auth_state_warm(customer_id=uuid.UUID(customer_id))
     warm_tokens, cold_tokens = tokens_for(warm), tokens_for(cold)
+    for token in warm_tokens:  # signed in a while ago: an earlier request cached the state
+        send(environ("GET", "/api/v1/auth/me/", token))
     sale = prepare_sale(customers=n, tickets=n)
     claims = f"/api/v1/events/{sale['event_id']}/claims/"
 
