@@ -60,7 +60,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64, help="connections in flight")
     parser.add_argument("--server", choices=SERVERS, default="granian", help="(granian)")
     parser.add_argument("--workers", type=int, default=2, help="server workers (2)")
-    parser.add_argument("--threads", type=int, default=1, help="gunicorn: > 1 means gthread")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads per worker: granian's blocking threads (WEB_THREADS); gunicorn: > 1"
+        " means gthread",
+    )
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(

@@ -36,12 +36,15 @@ SERVERS = ("granian", "gunicorn")
 
 def server_argv(server: str, *, port: int, workers: int, threads: int = 1) -> list[str]:
     """The HTTP server in front of config.wsgi on 127.0.0.1:port. granian is
-    what `make run` and compose serve (the same flags, fairqueue/webserver.py);
+    what `make run` and compose serve (the same flags, fairqueue/webserver.py;
+    ``threads``: its blocking threads per worker, WEB_THREADS);
     gunicorn (sync workers, or gthread with keep-alive when threads > 1) is
     kept for the side-by-side comparison in docs/BENCHMARKS.md and is not a
     dependency: `pip install gunicorn` to run it."""
     if server == "granian":
-        return [*web_argv(host="127.0.0.1", port=port, workers=workers, log_level="warning")]
+        return web_argv(
+            host="127.0.0.1", port=port, workers=workers, threads=threads, log_level="warning"
+        )
     if server != "gunicorn":
         raise SystemExit(f"unknown server {server!r}: one of {', '.join(SERVERS)}")
     if importlib.util.find_spec("gunicorn") is None:

@@ -157,7 +157,11 @@ def main() -> None:
     parser.add_argument("--server", choices=SERVERS, default="granian", help="(granian)")
     parser.add_argument("--workers", type=int, default=2, help="server workers (default 2)")
     parser.add_argument(
-        "--threads", type=int, default=1, help="gunicorn only: > 1 means gthread workers"
+        "--threads",
+        type=int,
+        default=1,
+        help="threads per worker: granian's blocking threads (WEB_THREADS); gunicorn: > 1 means"
+        " gthread workers",
     )
     parser.add_argument(
         "--clients", type=int, default=128, help="concurrent HTTP clients (default 128)"
@@ -201,7 +205,7 @@ def main() -> None:
             if args.server == "gunicorn":
                 kind = f"gthread x {args.threads} threads" if args.threads > 1 else "sync"
             else:
-                kind = "WSGI, 1 blocking thread each,"
+                kind = f"WSGI, {args.threads} blocking thread(s) each,"
             print(f"server: {args.server}, {args.workers} {kind} workers, {url}", flush=True)
         small = make_event("Bench small", tickets=args.batch, batch=args.batch)
         events.append(small)
