@@ -135,13 +135,18 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         """Pushes skip channels' per-message database cleanup: it runs in
         one shared thread, so at 10,000 sockets every push of a tick queued
         behind the others there (docs/BENCHMARKS.md). A push never touches
-        the database; everything else goes the usual way."""
+        the database; everything else goes the usual way. (Once the
+        snapshot is out, the layer's fan-out calls queue_push directly;
+        this path is for pushes that came before, and other layers.)"""
         if message.get("type") == PUSH_TYPE:
             await self.queue_push(message)
             return
         await super().dispatch(message)
 
     async def queue_push(self, event: dict[str, Any]) -> None:
+        # Called by the layer's one fan-out task for every socket of the
+        # process (fairqueue/channel_layer.py): it must never wait; daphne's
+        # send only buffers the frame.
         try:
             if "text" in event:  # encoded once by the sender (queueing.pushes)
                 await self.send(text_data=event["text"])
