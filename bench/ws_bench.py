@@ -1,6 +1,6 @@
 """WebSocket fan-out benchmark: N customers hold the queue WebSocket on ONE
 daphne process while admission ticks run. Aim: 10,000 connections, and the
-admission push reaching p99 of them within 2 s.
+admission push reaching p99 of them within 1 s (issue #16).
 
     .venv/bin/python bench/ws_bench.py                          # 10,000 sockets, 1,000 per tick
     .venv/bin/python bench/ws_bench.py --connections 500 --batch 100
@@ -60,7 +60,7 @@ from fairqueue import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out" / "ws"
-AIM_P99_SECONDS = 2.0  # the admission push, from the tick's start, at 10,000 connections
+AIM_P99_SECONDS = 1.0  # the admission push, from the tick's start, at 10,000 connections
 
 
 # --- the orchestrator ---------------------------------------------------------------------
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         p99 = percentile(sorted(result["admitted"]), 99)
         aim = "met" if p99 <= AIM_P99_SECONDS else "NOT met"
         print(f"  admitted push latency   {ms(result['admitted'], 50, 95, 99)}")
-        print(f"    aim p99 <= {AIM_P99_SECONDS:.0f} s        {aim}")
+        print(f"    aim p99 <= {AIM_P99_SECONDS:g} s        {aim}")
         print(f"  broadcast latency       {ms(result['broadcast'], 50, 99)}")
         print(f"  messages lost           {lost:,} {dict(result['lost']) or ''}")
         for t in ticks:

@@ -192,8 +192,10 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         # Pub/sub layer: a group broadcast is one PUBLISH per event, whatever
-        # the number of sockets listening (SPEC: no per-customer cost per tick).
-        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        # the number of sockets listening (SPEC: no per-customer cost per tick);
+        # pushes reach this process's sockets in order, from one task
+        # (fairqueue/channel_layer.py).
+        "BACKEND": "fairqueue.channel_layer.PushFanoutChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL]},
     }
 }

@@ -7,6 +7,7 @@ Postgres transaction that caused them has committed.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -35,7 +36,9 @@ def customer_group(event_id: object, customer_id: object) -> str:
 def _group_send(group: str, message: dict[str, Any]) -> None:
     # The channel layer is Redis: while it is down a push is counted and
     # logged once a minute (the Redis-failure rule), not a traceback each.
-    async_to_sync(get_channel_layer().group_send)(group, {"type": PUSH_TYPE, "message": message})
+    # Encoded once here, not by each of the group's sockets.
+    envelope = {"type": PUSH_TYPE, "text": json.dumps(message)}
+    async_to_sync(get_channel_layer().group_send)(group, envelope)
 
 
 def _send(group: str, message: dict[str, Any]) -> None:

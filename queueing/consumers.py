@@ -96,6 +96,12 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
         await self.send_json(await self._snapshot())
+        # From now on pushes come straight from the layer's fan-out task, in
+        # the order they were sent (after the snapshot: a push that came in
+        # meanwhile waits in the channel's queue, the usual way).
+        add_handler = getattr(self.channel_layer, "push_handler_add", None)
+        if add_handler is not None:
+            add_handler(self.channel_name, self.queue_push)
 
     async def _snapshot(self) -> dict[str, Any]:
         try:
@@ -107,6 +113,9 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         return {"type": "position", "event_id": str(self.event_id), **position_body(result)}
 
     async def disconnect(self, code: int) -> None:
+        discard_handler = getattr(self.channel_layer, "push_handler_discard", None)
+        if discard_handler is not None:
+            discard_handler(self.channel_name)
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -126,13 +135,18 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         """Pushes skip channels' per-message database cleanup: it runs in
         one shared thread, so at 10,000 sockets every push of a tick queued
         behind the others there (docs/BENCHMARKS.md). A push never touches
-        the database; everything else goes the usual way."""
+        the database; everything else goes the usual way. (Once the
+        snapshot is out, the layer's fan-out calls queue_push directly;
+        this path is for pushes that came before, and other layers.)"""
         if message.get("type") == PUSH_TYPE:
             await self.queue_push(message)
             return
         await super().dispatch(message)
 
     async def queue_push(self, event: dict[str, Any]) -> None:
+        # Called by the layer's one fan-out task for every socket of the
+        # process (fairqueue/channel_layer.py): it must never wait; daphne's
+        # send only buffers the frame.
         try:
             if "text" in event:  # encoded once by the sender (queueing.pushes)
                 await self.send(text_data=event["text"])

@@ -12,6 +12,7 @@ receive through both paths.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -41,12 +42,10 @@ def _pubsub_prefix(layer: Any) -> str | None:
 
 
 def _envelope(message: dict | str) -> dict:
-    """A message for the sockets: a dict (each socket encodes it), or a JSON
-    text encoded once here (a large message to many sockets: daphne then
-    forwards it as it is, QueueConsumer.queue_push)."""
-    if isinstance(message, str):
-        return {"type": PUSH_TYPE, "text": message}
-    return {"type": PUSH_TYPE, "message": message}
+    """A message for the sockets, as JSON text encoded once here (not once
+    per socket: daphne forwards it as it is, QueueConsumer.queue_push)."""
+    text = message if isinstance(message, str) else json.dumps(message)
+    return {"type": PUSH_TYPE, "text": text}
 
 
 @best_effort(None)
