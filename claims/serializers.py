@@ -35,7 +35,7 @@ class ClaimCreateSerializer(StrictSerializer):
         token, tier, quantity = data["admission_token"], data["tier_id"], data["quantity"]
         if type(token) is not str or type(tier) is not str or type(quantity) is not int:
             return None
-        # Printable ASCII holds no NUL, surrogate or whitespace to trim but spaces.
+        # Printable ASCII: no NUL, no surrogate, no whitespace but spaces.
         if not (0 < len(token) <= 4096 and token.isascii() and token.isprintable()):
             return None
         if token.strip() != token:

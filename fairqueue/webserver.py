@@ -5,12 +5,15 @@
 One place builds the command line, so `make run`, docker compose, the image, the tests that
 start the web process and the benchmarks run the same server with the same settings
 (README, "Why granian", says why). It reads PORT (8000), WEB_HOST (0.0.0.0),
-WEB_CONCURRENCY (2 workers), WEB_THREADS (1 per worker) and WEB_MAX_CONNECTIONS (1024)
+WEB_CONCURRENCY (2 workers), WEB_THREADS (4 per worker) and WEB_MAX_CONNECTIONS (1024)
 and becomes granian (exec).
 
-- One blocking thread per worker: each worker runs one request at a time on one Postgres
-  connection (persistent, CONN_MAX_AGE). More threads only ran Postgres out of connections
-  and contended for the GIL (docs/BENCHMARKS.md).
+- Four blocking threads per worker, each with its own persistent Postgres connection
+  (CONN_MAX_AGE): while one request waits (the payment gateway's round trip above all,
+  a few hundred ms; Postgres, Redis) the others run. With one thread, 0.3 s of gateway
+  latency held the web tier to a few payment starts a second and the sale crawled;
+  with four it sold three times faster, and claims alone were no slower (docs/BENCHMARKS.md,
+  "Round 5"). granian's default (hundreds of threads) ran Postgres out of connections.
 - The connections themselves live in granian's Rust runtime, not in a Python thread: an
   idle keep-alive socket or a slow client costs a little memory, never the worker (a
   gunicorn sync worker was held by each one).
@@ -26,7 +29,7 @@ import os
 import sys
 
 DEFAULT_WORKERS = 2  # one per core measured best (docs/BENCHMARKS.md)
-DEFAULT_THREADS = 1
+DEFAULT_THREADS = 4
 DEFAULT_MAX_CONNECTIONS = 1024
 
 
