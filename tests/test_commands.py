@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from customers.models import Customer
+from customers.revocation import auth_state_store
 from customers.tokens import customer_token_verify
 from events.models import Event, Organizer, TicketTier
 from inventory.models import Ticket
@@ -124,6 +125,8 @@ def test_mint_customer_tokens_writes_one_verified_line_per_customer(tmp_path):
         # Distinct mailboxes (not lt+1@, lt+2@: those are one customer).
         assert principal.email.startswith("lt-")
         seen.add(customer_id)
+        # Cached as signing in leaves it: the first request reads no Postgres.
+        assert auth_state_store().read(customer_id=customer_id, jti=principal.jti) == (0, False)
     assert seen == set(customers)
 
 
