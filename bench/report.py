@@ -217,6 +217,13 @@ def print_results(
         f"({client_cpu / max(result['ended_at'], 1):.2f} cores on average), "
         f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
     )
+    cpu = monitor.cpu_seconds() if monitor.cpu_last else {}
+    if cpu:
+        sold = max(1, monitor.timeline[-1]["sold"] if monitor.timeline else 1)
+        print(
+            "CPU seconds during the sale (per ticket sold, ms): "
+            + ", ".join(f"{k} {v:.0f} ({1000 * v / sold:.0f})" for k, v in cpu.items())
+        )
     if monitor.peak_rss:
         print(
             "peak RSS MB: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(monitor.peak_rss.items()))
@@ -261,6 +268,7 @@ def print_results(
         "outcomes": outcomes,
         "status_counts": counts,
         "peak_rss_mb": monitor.peak_rss,
+        "cpu_seconds": cpu,
         "client_cpu_seconds": client_cpu,
         "faults": [
             {

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import random
+import resource
 import signal
 import sys
 from typing import Any
@@ -45,6 +46,8 @@ class Monitor:
         self.held_threshold: dict[float, asyncio.Event] = {}
         self.marks: dict[str, float] = {}
         self.peak_rss: dict[str, float] = {}
+        self.cpu_first: dict[str, float] = {}  # CPU seconds per stack part at the first sample
+        self.cpu_last: dict[str, float] = {}
 
     def trigger_at(self, share: float) -> asyncio.Event:
         return self.held_threshold.setdefault(share, asyncio.Event())
@@ -68,8 +71,16 @@ class Monitor:
             waiting, admitted, held, sold = await cur.fetchone()
         return {"waiting": waiting, "admitted": admitted, "held": held, "sold": int(sold)}
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU each part of the stack (and this load generator) spent between
+        the first sample and the last."""
+        return {
+            name: round(self.cpu_last[name] - self.cpu_first.get(name, 0.0), 1)
+            for name in self.cpu_last
+        }
+
     async def run(self, sale: Sale) -> None:
-        from bench.stack import rss_mb
+        from bench.stack import process_tree_cpu, rss_mb
 
         while True:
             try:
@@ -88,6 +99,12 @@ class Monitor:
                         point[f"rss_{name}"] = round(sum(rss_mb(p) for p in pids), 1)
                 if self.stack.redis_proc is not None:
                     point["rss_redis"] = round(rss_mb(self.stack.redis_proc.pid), 1)
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                self.cpu_last = {
+                    **process_tree_cpu(self.stack.cpu_roots()),
+                    "load generator": usage.ru_utime + usage.ru_stime,
+                }
+                self.cpu_first = self.cpu_first or dict(self.cpu_last)
                 for key, value in point.items():
                     if key.startswith("rss_"):
                         self.peak_rss[key[4:]] = max(self.peak_rss.get(key[4:], 0.0), value)

@@ -214,6 +214,17 @@ class LocalStack:
         self.children[name].restarts += 1
         self.spawn(name)
 
+    def cpu_roots(self) -> dict[str, int]:
+        """The root process of each part of the stack (its CPU includes its
+        children's: granian's workers, Celery's pool, Postgres' backends)."""
+        roots = {n: c.proc.pid for n, c in self.children.items() if c.proc is not None}
+        if self.redis_proc is not None:
+            roots["redis"] = self.redis_proc.pid
+        if self.pg is not None:
+            for pidfile in self.pg.data_dir.rglob("postmaster.pid"):
+                roots["postgres"] = int(pidfile.read_text().split()[0])
+        return roots
+
     def web_worker_pids(self) -> list[int]:
         proc = self.children["web"].proc
         return children_of(proc.pid) if proc is not None else []
