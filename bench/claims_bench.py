@@ -64,8 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--threads",
         type=int,
         default=1,
-        help="threads per worker: granian's blocking threads (WEB_THREADS); gunicorn: > 1"
-        " means gthread",
+        help="requests a worker runs at once (granian: WEB_THREADS); gunicorn: > 1 means gthread",
     )
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -125,7 +124,7 @@ def free_port() -> int:
 
 def start_server(*, server: str, port: int, workers: int, threads: int = 1) -> subprocess.Popen:
     argv = server_argv(server, port=port, workers=workers, threads=threads)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=server_env(), start_new_session=True)  # noqa: S603
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=server_env(threads), start_new_session=True)  # noqa: S603
 
 
 def _children(pid: int) -> list[int]:

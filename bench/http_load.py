@@ -37,14 +37,12 @@ SERVERS = ("granian", "gunicorn")
 def server_argv(server: str, *, port: int, workers: int, threads: int = 1) -> list[str]:
     """The HTTP server in front of config.wsgi on 127.0.0.1:port. granian is
     what `make run` and compose serve (the same flags, fairqueue/webserver.py;
-    ``threads``: its blocking threads per worker, WEB_THREADS);
+    ``threads``: requests a worker runs at once, WEB_THREADS, set by server_env);
     gunicorn (sync workers, or gthread with keep-alive when threads > 1) is
     kept for the side-by-side comparison in docs/BENCHMARKS.md and is not a
     dependency: `pip install gunicorn` to run it."""
     if server == "granian":
-        return web_argv(
-            host="127.0.0.1", port=port, workers=workers, threads=threads, log_level="warning"
-        )
+        return web_argv(host="127.0.0.1", port=port, workers=workers, log_level="warning")
     if server != "gunicorn":
         raise SystemExit(f"unknown server {server!r}: one of {', '.join(SERVERS)}")
     if importlib.util.find_spec("gunicorn") is None:
@@ -59,10 +57,12 @@ def server_argv(server: str, *, port: int, workers: int, threads: int = 1) -> li
     ]  # fmt: skip
 
 
-def server_env() -> dict[str, str]:
-    """A production-mode server environment (DEBUG off) for the benchmarks."""
+def server_env(threads: int = 1) -> dict[str, str]:
+    """A production-mode server environment (DEBUG off) for the benchmarks;
+    ``threads``: requests a granian worker runs at once (WEB_THREADS)."""
     return {
         **os.environ,
+        "WEB_THREADS": str(threads),
         "DJANGO_DEBUG": "false",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "LOG_LEVEL": "WARNING",
@@ -76,7 +76,7 @@ def start_server(
     """The server on a free port, once /healthz answers."""
     port = free_port()
     argv = server_argv(server, port=port, workers=workers, threads=threads)
-    proc = subprocess.Popen(argv, env=server_env(), cwd=ROOT, start_new_session=True)  # noqa: S603
+    proc = subprocess.Popen(argv, env=server_env(threads), cwd=ROOT, start_new_session=True)  # noqa: S603
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

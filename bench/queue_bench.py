@@ -160,7 +160,7 @@ def main() -> None:
         "--threads",
         type=int,
         default=1,
-        help="threads per worker: granian's blocking threads (WEB_THREADS); gunicorn: > 1 means"
+        help="requests a worker runs at once (granian: WEB_THREADS); gunicorn: > 1 means"
         " gthread workers",
     )
     parser.add_argument(

@@ -1,6 +1,22 @@
+"""WSGI entry point for the HTTP server (granian: fairqueue/webserver.py).
+
+Every request a worker accepts gets a thread, and WEB_THREADS of them run
+Django at once, purchases first (fairqueue/lanes.py). Any waiting thread may
+run next, so Django's database connections come from a pool of WEB_THREADS
+per worker, always: one persistent connection per thread would be hundreds.
+"""
+
 import os
 
-from django.core.wsgi import get_wsgi_application
+from fairqueue.webserver import DEFAULT_THREADS
 
+SLOTS = int(os.environ.get("WEB_THREADS", DEFAULT_THREADS))
+os.environ["DB_POOL"] = "true"
+os.environ.setdefault("DB_POOL_MAX_SIZE", str(SLOTS))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_wsgi_application()
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+from fairqueue.lanes import LanedApp  # noqa: E402
+
+application = LanedApp(get_wsgi_application(), slots=SLOTS)

@@ -8,12 +8,17 @@ start the web process and the benchmarks run the same server with the same setti
 WEB_CONCURRENCY (2 workers), WEB_THREADS (4 per worker) and WEB_MAX_CONNECTIONS (1024)
 and becomes granian (exec).
 
-- Four blocking threads per worker, each with its own persistent Postgres connection
-  (CONN_MAX_AGE): while one request waits (the payment gateway's round trip above all,
-  a few hundred ms; Postgres, Redis) the others run. With one thread, 0.3 s of gateway
-  latency held the web tier to a few payment starts a second and the sale crawled;
-  with four it sold three times faster, and claims alone were no slower (docs/BENCHMARKS.md,
-  "Round 5"). granian's default (hundreds of threads) ran Postgres out of connections.
+- Each worker runs WEB_THREADS (4) requests at once, purchases first (fairqueue/lanes.py):
+  while one request waits (the payment gateway's round trip above all, a few hundred ms;
+  Postgres, Redis) the others run. With one, 0.3 s of gateway latency held the web tier
+  to a few payment starts a second and the sale crawled; with four it sold three times
+  faster, and claims alone were no slower (docs/BENCHMARKS.md, "Round 5"). The four share
+  a pool of four Postgres connections (config/wsgi.py).
+- Every request a worker accepts gets a blocking thread of its own (as many threads as
+  its backpressure, below), which waits in its lane for one of those four slots: the
+  order is ours, not granian's first come, first served, so a claim never queues behind
+  the joins of a flood (docs/BENCHMARKS.md, "Round 6"). granian warns at start that this
+  many Python threads "seems quite high": they wait, only WEB_THREADS run.
 - The connections themselves live in granian's Rust runtime, not in a Python thread: an
   idle keep-alive socket or a slow client costs a little memory, never the worker (a
   gunicorn sync worker was held by each one).
@@ -43,19 +48,20 @@ def web_argv(
     host: str,
     port: int,
     workers: int = DEFAULT_WORKERS,
-    threads: int = DEFAULT_THREADS,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     log_level: str = "info",
 ) -> list[str]:
-    """The granian command line serving config.wsgi on host:port."""
+    """The granian command line serving config.wsgi on host:port. How many
+    requests a worker runs at once is config.wsgi's, from WEB_THREADS."""
+    accepted = backpressure(workers=workers, max_connections=max_connections)
     return [
         sys.executable, "-m", "granian", "config.wsgi:application",
         "--interface=wsgi",
         f"--host={host}",
         f"--port={port}",
         f"--workers={workers}",
-        f"--blocking-threads={threads}",
-        f"--backpressure={backpressure(workers=workers, max_connections=max_connections)}",
+        f"--blocking-threads={accepted}",  # each waits in its lane for a slot (config.wsgi)
+        f"--backpressure={accepted}",
         f"--backlog={max(128, max_connections)}",
         "--http=1",  # HTTP/1.1 with keep-alive; nginx in front speaks it too
         "--http1-keep-alive",
@@ -71,7 +77,6 @@ def main() -> None:
         host=os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job; nginx in front
         port=int(os.environ.get("PORT", "8000")),
         workers=int(os.environ.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
-        threads=int(os.environ.get("WEB_THREADS", DEFAULT_THREADS)),
         max_connections=int(os.environ.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)),
         log_level=os.environ.get("WEB_LOG_LEVEL", "info"),
     )

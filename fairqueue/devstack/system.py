@@ -33,7 +33,6 @@ from fairqueue.devstack.processes import (
 from fairqueue.devstack.services import Stack, log_tail
 from fairqueue.webserver import (
     DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_THREADS,
     DEFAULT_WORKERS,
     web_argv,
 )
@@ -63,7 +62,6 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
             "web",
             web_argv(host=ALL_INTERFACES, port=int(env["PORT"]),
                      workers=int(env.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
-                     threads=int(env.get("WEB_THREADS", DEFAULT_THREADS)),
                      max_connections=int(env.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS))),
             port=int(env["PORT"]),
         ),
