@@ -139,9 +139,10 @@ _db = env.db("DATABASE_URL")
 # Postgres: they use the psycopg pool instead (asgi.py turns DB_POOL on). See SPEC.md "Serving".
 if env.bool("DB_POOL", default=False):
     _db["CONN_MAX_AGE"] = 0
+    _pool_max = env.int("DB_POOL_MAX_SIZE", default=10)
     _db.setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1,
-        "max_size": env.int("DB_POOL_MAX_SIZE", default=10),
+        "min_size": min(_pool_max, env.int("DB_POOL_MIN_SIZE", default=1)),
+        "max_size": _pool_max,
         "timeout": 10,
     }
 else:

@@ -13,6 +13,7 @@ from fairqueue.webserver import DEFAULT_THREADS
 SLOTS = int(os.environ.get("WEB_THREADS", DEFAULT_THREADS))
 os.environ["DB_POOL"] = "true"
 os.environ.setdefault("DB_POOL_MAX_SIZE", str(SLOTS))
+os.environ.setdefault("DB_POOL_MIN_SIZE", str(SLOTS))  # all opened at the first request
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402

@@ -1,6 +1,6 @@
-"""The web process as `make run` starts it (granian, two workers of
-WEB_THREADS blocking threads): idle and slow clients never hold a worker, and
-a worker's threads wait out slow calls side by side.
+"""The web process as `make run` starts it (granian, two workers, each
+running WEB_THREADS requests at once): idle and slow clients never hold a
+worker, and a worker's slots wait out slow calls side by side.
 
 A browser keeps sockets open between requests, and some clients send their
 request slowly. Under gunicorn's sync workers each such socket held a whole
