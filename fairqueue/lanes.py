@@ -4,9 +4,9 @@ between the waiting room and new arrivals.
 In a flash sale the web tier is flooded by arrivals (joins, sign-ins, page
 loads: 50,000 in the first minute) while the few thousand admitted customers
 claim and pay. Served first come, first served, a claim waited behind every
-join sent before it: on two cores, 3-5 s per request in the 50,000-customer
-sale, so each buyer's five requests took half a minute and tickets sold at ~9
-a second while admitted customers queued (docs/BENCHMARKS.md, "Round 6").
+join and poll sent before it: in the 50,000-customer sale on two cores a claim
+took 2.3 s at the median (p99 5.2 s) and a buyer saw their ticket 6.9 s after
+paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Round 6").
 
 Every request a worker accepts gets a thread (granian's blocking threads,
 one per open connection: fairqueue/webserver.py), but only WEB_THREADS of
