@@ -14,7 +14,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from fairqueue.lanes import ARRIVAL, PURCHASE, WAITING, LanedApp, Lanes, lane
-from tests.test_web_server import web_process
+from tests.support.processes import web_process
 
 E, T, C, P = (str(uuid.uuid4()) for _ in range(4))
 

@@ -12,48 +12,19 @@ from __future__ import annotations
 
 import http.client
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
 
-from fairqueue import devstack
-from tests.support.processes import child_env, healthz_ok
+from tests.support.processes import web_process
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 IDLE_CONNECTIONS = 50
 SLOW_CLIENTS = 10
-
-
-@contextmanager
-def web_process(**settings: str) -> Iterator[str]:
-    """The `web` entry of `make run`'s processes, on a free port."""
-    port = devstack.free_port()
-    env = child_env(
-        PORT=str(port),
-        WS_PORT=str(devstack.free_port()),
-        SANDBOX_PORT=str(devstack.free_port()),
-        **{"WEB_CONCURRENCY": "2", **settings},
-    )
-    [entry] = [e for e in devstack.app_processes(env) if e.name == "web"]
-    base = f"http://127.0.0.1:{port}"
-    log = Path(tempfile.mkdtemp(prefix="fq-web-")) / "web.log"
-    with log.open("wb") as out:
-        proc = devstack.spawn(entry.argv, env=env, stdout=out)
-    try:
-        deadline = time.monotonic() + 60
-        while not healthz_ok(base):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"web did not come up:\n{devstack.log_tail(log)}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        devstack.stop_groups([proc])
 
 
 @pytest.fixture
