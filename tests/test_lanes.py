@@ -11,6 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from fairqueue.lanes import ARRIVAL, PURCHASE, WAITING, LanedApp, Lanes, lane
@@ -255,3 +256,46 @@ def test_a_purchase_overtakes_a_flood_of_arrivals_in_the_web_server():
         finished["purchase"] - finished["blocker"],
         first_arrival - finished["blocker"],
     )
+
+
+def web_connections() -> int:
+    """Client sessions on the test database other than this test's own."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        return cur.fetchone()[0]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_holds_its_slots_worth_of_postgres_connections_through_a_flood():
+    """Hundreds of threads wait in a worker, but Django runs on WEB_THREADS of
+    them at a time over a pool of as many connections, all opened with the
+    first request: 40 requests at once leave exactly 3 sessions, where one
+    persistent connection per thread would have left dozens."""
+    before = web_connections()
+    settings = {"WEB_CONCURRENCY": "1", "WEB_THREADS": "3", "READYZ_WORKER_TIMEOUT_SECONDS": "0.2"}
+    with web_process(**settings) as base:
+        host = base.split("//")[1]
+
+        def readyz(_: int) -> int:  # reads Postgres, then waits 0.2 s for a Celery worker
+            conn = http.client.HTTPConnection(host, timeout=30)
+            try:
+                conn.request("GET", "/readyz")
+                return conn.getresponse().status
+            finally:
+                conn.close()
+
+        # web_process waited for /healthz: that first request opened all three
+        wait_until(lambda: web_connections() - before == 3)
+        peak = 0
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            answers = pool.map(readyz, range(40))
+            for _ in range(10):
+                peak = max(peak, web_connections() - before)
+                time.sleep(0.1)
+            assert list(answers) == [503] * 40
+        assert peak == 3
+        assert web_connections() - before == 3
