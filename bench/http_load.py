@@ -57,11 +57,12 @@ def server_argv(server: str, *, port: int, workers: int, threads: int = 1) -> li
     ]  # fmt: skip
 
 
-def server_env(threads: int = 1) -> dict[str, str]:
+def server_env(threads: int = 1, settings: str = "config.settings") -> dict[str, str]:
     """A production-mode server environment (DEBUG off) for the benchmarks;
     ``threads``: requests a granian worker runs at once (WEB_THREADS)."""
     return {
         **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings,
         "WEB_THREADS": str(threads),
         "DJANGO_DEBUG": "false",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -71,12 +72,13 @@ def server_env(threads: int = 1) -> dict[str, str]:
 
 
 def start_server(
-    workers: int, threads: int = 1, server: str = "granian"
+    workers: int, threads: int = 1, server: str = "granian", settings: str = "config.settings"
 ) -> tuple[subprocess.Popen, str]:
     """The server on a free port, once /healthz answers."""
     port = free_port()
     argv = server_argv(server, port=port, workers=workers, threads=threads)
-    proc = subprocess.Popen(argv, env=server_env(threads), cwd=ROOT, start_new_session=True)  # noqa: S603
+    env = server_env(threads, settings)
+    proc = subprocess.Popen(argv, env=env, cwd=ROOT, start_new_session=True)  # noqa: S603
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

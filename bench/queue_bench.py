@@ -13,7 +13,11 @@ In one run it measures:
      throughput, p50, p99 (full join: auth, checks, INSERT, ZADD, position, ETA)
   2. HTTP position reads per second, p50, p99
   3. the bare-client baseline: plain psycopg + redis-py doing the same INSERT +
-     ZADD from 2 processes x 20 threads, no HTTP; and the ratio of 1 to it
+     ZADD from 2 processes x 20 threads, no HTTP; and the ratio of 1 to it;
+     then the framework's floor through the same server (bench/floor_urls.py):
+     plain Django views doing only that INSERT + ZADD, only a ZRANK, nothing.
+     The join's ratio cannot pass the floor's; what 1 and 2 cost above the
+     floor is ours
   4. the Redis rebuild of 1,000,000 waiting entries (FLUSH of the event's keys,
      then queueing.services.queue_rebuild)
   5. HTTP joins again with 1,000,000 waiting (is p99 flat as the queue grows?)
@@ -147,6 +151,30 @@ def tick(event_id: uuid.UUID) -> dict:
     }
 
 
+def measure_floor(
+    url: str, pid: int | None, args: argparse.Namespace, event: uuid.UUID, in_line: list
+) -> tuple[uuid.UUID, dict[str, dict]]:
+    """The same loads on bench/floor_urls.py's plain Django views: the stack's
+    own cost, for the join's ratio and the read's rate to be read against.
+    Returns the floor's event (for the cleanup) and the figures."""
+    floor_event = make_event("Bench floor", tickets=1, batch=1)
+    joiners = [c for c, _ in make_customers("floor", args.joins)]
+    readers = [c for c, _ in random.sample(in_line, min(len(in_line), 5_000))]
+    loads = {
+        "join": ("POST", f"/api/v1/floor/{floor_event}/join/", joiners),
+        "position": ("GET", f"/api/v1/floor/{event}/position/", readers),
+        "empty": ("GET", f"/api/v1/floor/{event}/empty/", readers),
+    }
+    results = {}
+    for kind, (method, path, customers) in loads.items():
+        print(f"   floor {kind}: {method} {path.split('/', 5)[-1]}", flush=True)
+        if kind != "join":  # a join's customer joins once; the reads repeat theirs
+            customers = [random.choice(customers) for _ in range(args.reads)]
+        results[kind] = http_load(url, method, [(path, c) for c in customers], args.clients, pid)
+        print(fmt(results[kind]), flush=True)
+    return floor_event, results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -200,7 +228,9 @@ def main() -> None:
     try:
         url, pid = args.url, None
         if url is None:
-            server, url = start_server(args.workers, args.threads, args.server)
+            server, url = start_server(
+                args.workers, args.threads, args.server, settings="bench.floor_settings"
+            )
             pid = server.pid
             if args.server == "gunicorn":
                 kind = f"gthread x {args.threads} threads" if args.threads > 1 else "sync"
@@ -249,6 +279,12 @@ def main() -> None:
         ratio = join_small["per_second"] / base["per_second"]
         print(f"   {base['per_second']:.0f} ops/s ({base['ops']} ops)")
         print(f"   ratio HTTP join / baseline = {ratio:.2f}", flush=True)
+        floor = None
+        if args.url is None:
+            floor_event, floor = measure_floor(url, pid, args, small, in_line)
+            events.append(floor_event)
+            floor_ratio = floor["join"]["per_second"] / base["per_second"]
+            print(f"   ratio floor join / baseline = {floor_ratio:.2f}", flush=True)
 
         print(f"\n4. rebuild of {args.big:,} waiting entries", flush=True)
         big = make_event("Bench big", tickets=args.batch, batch=args.batch)
@@ -287,6 +323,9 @@ def main() -> None:
         print(f"   {'baseline':<14} {base['per_second']:8.0f}/s  ratio {ratio:.2f}")
         print(line("join @big", join_big))
         print(line("position read", position))
+        if floor is not None:
+            for kind in ("join", "position", "empty"):
+                print(line(f"floor {kind}", floor[kind]))
     finally:
         if server is not None:
             stop(server)
