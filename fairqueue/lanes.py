@@ -37,6 +37,7 @@ worker (config/wsgi.py), since any of the waiting threads may run next.
 
 from __future__ import annotations
 
+import io
 import re
 import threading
 import time
@@ -146,14 +147,43 @@ def _nothing() -> None:
     return None
 
 
+# Bodies up to Django's default DATA_UPLOAD_MAX_MEMORY_SIZE are read before the
+# request takes a slot; a bigger one (a file upload, which Django streams to disk)
+# is read by Django in its slot.
+BUFFERED_BODY_BYTES = 2_621_440
+
+
+def _buffer_body(environ: dict[str, Any]) -> None:
+    """Read the request body now, outside any slot. granian hands a request to
+    the app once its headers are in, and the body arrives as the client sends
+    it: in a slot, ten clients dribbling their POSTs froze a two-worker server
+    (tests/test_web_server.py). Here a slow sender holds only its own thread."""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return  # Django answers a malformed length
+    if not 0 < length <= BUFFERED_BODY_BYTES:
+        return
+    stream, chunks, left = environ["wsgi.input"], [], length
+    while left > 0:
+        chunk = stream.read(left)
+        if not chunk:
+            break  # the client gave up; Django sees the short body
+        chunks.append(chunk)
+        left -= len(chunk)
+    environ["wsgi.input"] = io.BytesIO(b"".join(chunks))
+
+
 class LanedApp:
-    """A WSGI app run at most ``slots`` requests at a time, in lane order."""
+    """A WSGI app run at most ``slots`` requests at a time, in lane order,
+    each with its body already read."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]], slots: int) -> None:
         self.app = app
         self.lanes = Lanes(slots)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        _buffer_body(environ)
         name = lane(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/"))
         started = time.monotonic()
         self.lanes.acquire(name)

@@ -5,6 +5,7 @@ within a lane; every route has the lane its customers need."""
 from __future__ import annotations
 
 import http.client
+import io
 import threading
 import time
 import uuid
@@ -217,6 +218,68 @@ def test_the_slot_comes_back_when_the_response_is_closed_or_the_app_fails():
     with pytest.raises(RuntimeError):
         laned({"REQUEST_METHOD": "GET", "PATH_INFO": "/boom"}, lambda *a: None)
     laned({"REQUEST_METHOD": "GET", "PATH_INFO": "/x"}, lambda *a: None).close()  # not stuck
+
+
+class Dribble:
+    """A request body arriving a few bytes at a time, the rest held back until
+    ``finish`` is set (a slow client)."""
+
+    def __init__(self, body: bytes, first: int) -> None:
+        self.body, self.sent, self.first = body, 0, first
+        self.finish = threading.Event()
+
+    def read(self, size: int = -1) -> bytes:
+        if self.sent >= self.first:
+            self.finish.wait(5)
+        end = self.first if self.sent < self.first else len(self.body)
+        chunk = self.body[self.sent : min(end, self.sent + 3)]
+        self.sent += len(chunk)
+        return chunk
+
+
+def test_a_body_is_read_whole_before_the_request_takes_a_slot():
+    seen: list[bytes] = []
+
+    def app(environ, start_response):
+        seen.append(environ["wsgi.input"].read())
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    laned = LanedApp(app, slots=1)
+    body = b'{"email": "slow@example.com"}'
+    slow = Dribble(body, first=10)
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/auth/otp/request/",
+               "CONTENT_LENGTH": str(len(body)), "wsgi.input": slow}  # fmt: skip
+    sender = threading.Thread(target=lambda: laned(environ, lambda *a: None).close(), daemon=True)
+    sender.start()
+    wait_until(lambda: slow.sent == 10)
+    # The only slot is free while the slow body is still coming.
+    health = {"REQUEST_METHOD": "GET", "PATH_INFO": "/healthz", "wsgi.input": io.BytesIO()}
+    laned(health, lambda *a: None).close()
+    assert seen == [b""] and sender.is_alive()
+    slow.finish.set()
+    sender.join(5)
+    assert seen == [b"", body]  # whole, from reads of 3 bytes
+
+
+@pytest.mark.parametrize(
+    ("length", "buffered"),
+    [("", False), ("0", False), ("nonsense", False), ("5", True), ("2621441", False)],
+)
+def test_which_bodies_are_read_ahead(length, buffered):
+    stream = Dribble(b"hello", first=5)
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/x", "CONTENT_LENGTH": length,
+               "wsgi.input": stream}  # fmt: skip
+    inputs = []
+
+    def app(environ, start_response):
+        inputs.append(environ["wsgi.input"])
+        start_response("200 OK", [])
+        return []
+
+    LanedApp(app, slots=1)(environ, lambda *a: None).close()
+    assert (inputs[0] is not stream) == buffered
+    assert stream.sent == (5 if buffered else 0)
 
 
 @pytest.mark.slow

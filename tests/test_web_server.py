@@ -5,12 +5,16 @@ worker, and a worker's slots wait out slow calls side by side.
 A browser keeps sockets open between requests, and some clients send their
 request slowly. Under gunicorn's sync workers each such socket held a whole
 worker, so two pre-opened sockets froze /healthz for 30 s. Here 50 idle
-connections and 10 half-sent requests are open while /healthz is asked, and
-it still answers within a second, on a fresh connection and on a reused one."""
+connections, 10 half-sent requests and 10 requests whose body never finishes
+(more than the process's slots: a worker that handed a request to Django
+before its body was in would hold a slot for as long as the client dribbles)
+are open while /healthz is asked, and it still answers within a second, on a
+fresh connection and on a reused one."""
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -25,6 +29,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 IDLE_CONNECTIONS = 50
 SLOW_CLIENTS = 10
+SLOW_BODIES = 10  # > 2 workers x WEB_THREADS (4)
 
 
 @pytest.fixture
@@ -50,6 +55,15 @@ def test_idle_and_slow_connections_never_hold_a_worker(web):
         for _ in range(SLOW_CLIENTS):  # half a request, the rest never comes
             sock = held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5))
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        for i in range(SLOW_BODIES):  # the headers, then a tenth of the body promised
+            path = ("/api/v1/auth/otp/request/", "/api/v1/auth/otp/verify/")[i % 2]
+            sock = held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5))
+            sock.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n".encode()
+                + b'{"email": "'
+                + b"a" * 89
+            )
         time.sleep(0.5)  # every one of them accepted (or queued) by now
 
         reused = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
@@ -90,3 +104,34 @@ def test_web_threads_let_a_worker_wait_out_two_slow_calls_at_once(
         assert seconds < 1.9, seconds  # one wait for both
     else:
         assert seconds >= 2.0, seconds  # one after the other
+
+
+def post_raw(port: int, path: str, body: bytes, *, pause: float) -> tuple[int, bytes]:
+    """POST ``body`` on a raw socket, its second half ``pause`` seconds after
+    the headers and the first (a slow client); the status and body answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        half = len(body) // 2
+        sock.sendall(head.encode() + body[:half])
+        time.sleep(pause)
+        sock.sendall(body[half:])
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+def test_a_body_sent_slowly_arrives_whole(web):
+    """The web process reads a body before the request takes a slot
+    (fairqueue/lanes.py); a body that comes in pieces is read to its end."""
+    port = int(web.rsplit(":", 1)[1])
+    answers = [
+        post_raw(port, "/api/v1/auth/otp/request/", json.dumps({"email": email}).encode(), pause=p)
+        for email, p in (("at.once@example.com", 0), ("slow.sender@example.com", 0.5))
+    ]
+    assert [status for status, _ in answers] == [202, 202], answers
+    assert json.loads(answers[1][1])["status"] == "sent"
