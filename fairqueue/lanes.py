@@ -147,9 +147,9 @@ def _nothing() -> None:
     return None
 
 
-# Bodies up to Django's default DATA_UPLOAD_MAX_MEMORY_SIZE are read before the
-# request takes a slot; a bigger one (a file upload, which Django streams to disk)
-# is read by Django in its slot.
+# Bodies up to this size are read before the request takes a slot: every JSON
+# body (DATA_UPLOAD_MAX_MEMORY_SIZE, 64 KiB by default) and a seat map's CSV
+# upload in the admin. A bigger one is left to Django, in its slot.
 BUFFERED_BODY_BYTES = 2_621_440
 
 
