@@ -4,6 +4,9 @@ Every request a worker accepts gets a thread, and WEB_THREADS of them run
 Django at once, purchases first (fairqueue/lanes.py). Any waiting thread may
 run next, so Django's database connections come from a pool of WEB_THREADS
 per worker, always: one persistent connection per thread would be hundreds.
+A request's body is read before it waits for a slot, up to the most Django
+holds in memory for a request (the larger of DATA_UPLOAD_MAX_MEMORY_SIZE and
+FILE_UPLOAD_MAX_MEMORY_SIZE).
 """
 
 import os
@@ -16,8 +19,13 @@ os.environ.setdefault("DB_POOL_MAX_SIZE", str(SLOTS))
 os.environ.setdefault("DB_POOL_MIN_SIZE", str(SLOTS))  # all opened at the first request
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from fairqueue.lanes import LanedApp  # noqa: E402
 
-application = LanedApp(get_wsgi_application(), slots=SLOTS)
+application = LanedApp(
+    get_wsgi_application(),
+    slots=SLOTS,
+    read_ahead=max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, settings.FILE_UPLOAD_MAX_MEMORY_SIZE),
+)

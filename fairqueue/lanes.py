@@ -147,22 +147,24 @@ def _nothing() -> None:
     return None
 
 
-# Bodies up to this size are read before the request takes a slot: every JSON
-# body (DATA_UPLOAD_MAX_MEMORY_SIZE, 64 KiB by default) and a seat map's CSV
-# upload in the admin. A bigger one is left to Django, in its slot.
-BUFFERED_BODY_BYTES = 2_621_440
+# Django's default FILE_UPLOAD_MAX_MEMORY_SIZE; config/wsgi.py passes the settings'.
+READ_AHEAD_BYTES = 2_621_440
 
 
-def _buffer_body(environ: dict[str, Any]) -> None:
+def _buffer_body(environ: dict[str, Any], limit: int) -> None:
     """Read the request body now, outside any slot. granian hands a request to
     the app once its headers are in, and the body arrives as the client sends
     it: in a slot, ten clients dribbling their POSTs froze a two-worker server
-    (tests/test_web_server.py). Here a slow sender holds only its own thread."""
+    (tests/test_web_server.py). Here a slow sender holds only its own thread.
+    Up to ``limit`` bytes, the most Django holds in memory for a request (an
+    upload under it stays in memory there too): every JSON body and the
+    admin's seat-map CSV. A bigger body is read by Django in its slot; a
+    proxy in front caps and buffers them (compose's nginx: 1 MB)."""
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return  # Django answers a malformed length
-    if not 0 < length <= BUFFERED_BODY_BYTES:
+    if not 0 < length <= limit:
         return
     stream, chunks, left = environ["wsgi.input"], [], length
     while left > 0:
@@ -178,12 +180,18 @@ class LanedApp:
     """A WSGI app run at most ``slots`` requests at a time, in lane order,
     each with its body already read."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], slots: int) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Iterable[bytes]],
+        slots: int,
+        read_ahead: int = READ_AHEAD_BYTES,
+    ) -> None:
         self.app = app
         self.lanes = Lanes(slots)
+        self.read_ahead = read_ahead
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        _buffer_body(environ)
+        _buffer_body(environ, self.read_ahead)
         name = lane(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/"))
         started = time.monotonic()
         self.lanes.acquire(name)
