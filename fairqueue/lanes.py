@@ -147,7 +147,7 @@ def _nothing() -> None:
     return None
 
 
-# Django's default FILE_UPLOAD_MAX_MEMORY_SIZE; config/wsgi.py passes the settings'.
+# Django's default FILE_UPLOAD_MAX_MEMORY_SIZE; config/wsgi.py passes what the settings say.
 READ_AHEAD_BYTES = 2_621_440
 
 
