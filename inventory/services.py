@@ -21,24 +21,37 @@ logger = logging.getLogger(__name__)
 
 TABLE = Ticket._meta.db_table
 
+_FREE_OF_TIER = f"""
+    SELECT id FROM {TABLE}
+    WHERE tier_id = %s AND claim_id IS NULL AND NOT blocked"""  # noqa: S608
+
 # Up to N free tickets of a tier, locked. With SKIP LOCKED, concurrent claims
 # lock different rows instead of queueing on one counter row; MATERIALIZED
 # keeps the locking SELECT evaluated exactly once. A CTE fragment named
 # ``picked``: ``tickets_take`` uses it, and claims composes it with the INSERT
 # of the claim itself (one statement on the claim's hot path).
 PICK_FREE_SQL = f"""
-picked AS MATERIALIZED (
-    SELECT id FROM {TABLE}
-    WHERE tier_id = %s AND claim_id IS NULL AND NOT blocked
+picked AS MATERIALIZED ({_FREE_OF_TIER}
     LIMIT %s
     FOR UPDATE {{skip}}
-)"""  # noqa: S608  (the table name comes from the model, values are parameters)
+)"""
+
+# The take that waits for rows locked by claims in flight locks them in
+# ascending id, the one order of every waiting lock on ticket rows (seats
+# too, ``inventory.seats``): two waiting takes that hold no ticket row when
+# they start never hold rows the other waits for.
+_PICK_FREE_WAITING_SQL = f"""
+picked AS MATERIALIZED ({_FREE_OF_TIER}
+    ORDER BY id
+    LIMIT %s
+    FOR UPDATE
+)"""
 
 _TAKE_SQL = f"""
-WITH {PICK_FREE_SQL}
+WITH {{pick}}
 UPDATE {TABLE} AS t SET claim_id = %s
 FROM picked WHERE t.id = picked.id
-"""  # noqa: S608
+"""  # noqa: S608  (the table name comes from the model, values are parameters)
 
 
 class ShortOfTickets(Exception):
@@ -49,8 +62,12 @@ def tickets_take(
     *, tier_id: uuid.UUID, claim_id: uuid.UUID, quantity: int, skip_locked: bool
 ) -> int:
     """Give up to ``quantity`` free tickets of the tier to an existing claim;
-    returns how many it got. Must run inside the claim's transaction."""
-    sql = _TAKE_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
+    returns how many it got. Must run inside the claim's transaction. Without
+    ``skip_locked`` it waits for rows claims in flight hold, locking in
+    ascending id; the caller must then hold no ticket row of the tier (and
+    bound the wait with ``pg_lock_timeout``)."""
+    pick = PICK_FREE_SQL.format(skip="SKIP LOCKED") if skip_locked else _PICK_FREE_WAITING_SQL
+    sql = _TAKE_SQL.format(pick=pick)
     with connection.cursor() as cursor:
         cursor.execute(sql, [tier_id, quantity, claim_id])
         taken: int = cursor.rowcount

@@ -11,7 +11,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from fairqueue.money import money_format
-from payments.domain import DISPUTE_NEEDS_STAFF, LIVE_STATUSES, DisputeState, PaymentStatus
+from payments.domain import (
+    DISPUTE_NEEDS_STAFF,
+    LIVE_STATUSES,
+    DisputeState,
+    PaymentStatus,
+    mismatch_reason,
+)
 from payments.models import Payment
 
 P = PaymentStatus
@@ -100,15 +106,16 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
                 "the claim' gives the tickets back.",
             )
         )
-    if payment.flag_reason and live:
+    if _paid_wrongly(payment):
         found.append(
             Attention(
                 "flagged",
                 "Flagged: the gateway's amount or currency does not match",
-                f"{payment.flag_reason}. The payment was not confirmed and is left to staff "
-                "(reconciliation and expiry do not touch it).",
-                "Check the transaction in the gateway's dashboard. 'Fail and release the "
-                "claim' makes it REFUND_REQUIRED, and the money goes back.",
+                f"{payment.flag_reason}. Money we did not ask for never pays for tickets: the "
+                "payment was not confirmed (its claim, if still held, runs its course) and "
+                "the money goes back.",
+                "Check the transaction in the gateway's dashboard; the money goes back as "
+                "'Refund required' below says.",
             )
         )
     if payment.status == P.REFUND_REQUIRED:
@@ -118,7 +125,7 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
                 "refund_required",
                 "Refund required",
                 f"Paid ({payment.flag_reason or 'no tickets could be given for it'}), "
-                "but the customer holds no tickets for it. "
+                "but this payment pays for no tickets. "
                 + (
                     "The automatic refund starts within one reconciliation interval."
                     if auto
@@ -155,6 +162,23 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
     if payment.dispute in DISPUTE_NEEDS_STAFF:
         found.append(_dispute_attention(payment))
     return found
+
+
+def _paid_wrongly(payment: Payment) -> bool:
+    """The gateway reported a success of another amount or currency, and its
+    refund has not started yet."""
+    return (
+        payment.status == P.REFUND_REQUIRED
+        and payment.gateway_status == "success"
+        and bool(
+            mismatch_reason(
+                expected_amount=payment.amount,
+                expected_currency=payment.currency,
+                paid_amount=payment.paid_amount,
+                paid_currency=payment.paid_currency,
+            )
+        )
+    )
 
 
 def _dispute_attention(payment: Payment) -> Attention:

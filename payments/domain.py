@@ -1,12 +1,17 @@
 """Pure rules of a payment (no Django). docs/PAYMENTS.md draws them.
 
 INITIALIZING -> PENDING -> CONFIRMED is the happy path; INITIALIZING/PENDING
--> FAILED when the gateway says the charge failed or was abandoned. A success
-the gateway reports for a payment we could not honour (its claim was released
-and the tickets are gone, or the claim was paid by another payment) becomes
-REFUND_REQUIRED. A late success for a payment we had failed re-instates it
-(FAILED -> CONFIRMED) when the claim can be re-instated: nobody pays and gets
-nothing (invariant 5).
+-> FAILED when the gateway says the charge failed or was abandoned. A late
+success for a payment we had failed re-instates it (FAILED -> CONFIRMED) when
+the claim can be re-instated: nobody pays and gets nothing (invariant 5).
+
+Money the gateway took that no ticket keeps becomes REFUND_REQUIRED, from
+INITIALIZING, PENDING or FAILED alike: a success for a claim released whose
+tickets are gone, or for a claim another payment has paid; a success of the
+wrong amount or currency, whatever the payment's and the claim's state (it is
+flagged and never confirms or re-instates a claim, invariant 7); and a refund
+the gateway reports for a payment whose success had not reached us (the
+gateway refunds only a charge that succeeded).
 
 Money goes back through the gateway's Refund API: REFUND_REQUIRED (and a
 CONFIRMED payment staff refund, whose tickets then return to sale) ->
@@ -46,6 +51,7 @@ PAYMENT_MACHINE = StateMachine(
     "payment",
     {
         # A success webhook may overtake our own INITIALIZING -> PENDING write.
+        # REFUND_REQUIRED: money taken that no ticket keeps (see above).
         P.INITIALIZING: {P.PENDING, P.CONFIRMED, P.FAILED, P.REFUND_REQUIRED},
         P.PENDING: {P.CONFIRMED, P.FAILED, P.REFUND_REQUIRED},
         # Late success after we gave up on the payment (invariant 5).
@@ -61,6 +67,8 @@ PAYMENT_MACHINE = StateMachine(
 
 # At most one of these per claim (a partial unique index).
 LIVE_STATUSES = (P.INITIALIZING, P.PENDING)
+# No money taken, as far as we know: the gateway has not reported a success.
+UNPAID_STATUSES = (*LIVE_STATUSES, P.FAILED)
 # The gateway took the money and it has not (all) come back yet.
 MONEY_TAKEN_STATUSES = (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUND_PENDING, P.REFUND_FAILED)
 # A refund may be started from these (staff, or automatically for REFUND_REQUIRED).

@@ -105,23 +105,30 @@ def claim_reinstate(*, claim_id: uuid.UUID | str) -> bool:
 
 
 def _take_all(claim: Claim) -> None:
-    if claim.seats:  # a reserved tier: the same seats, or none
-        seats_take(tier_id=claim.tier_id, claim_id=claim.pk, labels=claim.seats)
-        return
-    taken = tickets_take(
-        tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=True
-    )
-    if taken < claim.quantity:
-        # Rows that claims in flight have locked: wait for them (a rare path),
-        # no longer than the lock timeout (then the webhook is answered 503
-        # and the gateway delivers it again).
-        with pg_lock_timeout():
-            taken += tickets_take(
-                tier_id=claim.tier_id,
-                claim_id=claim.pk,
-                quantity=claim.quantity - taken,
-                skip_locked=False,
-            )
+    """The claim's tickets again, all or none (ShortOfTickets / SeatsTaken).
+
+    Free rows no claim in flight holds are taken first, without waiting.
+    When those are too few, rows that claims in flight hold are waited for
+    (a rare path), no longer than the lock timeout (then the webhook is
+    answered 503 and the gateway delivers it again); the first pass is
+    given back before that wait, which locks in ascending id. A re-instate
+    that waited while holding rows could hold the very rows another
+    re-instate waits for while waiting for that one's: a deadlock."""
+    with pg_lock_timeout():
+        if claim.seats:  # a reserved tier: the same seats (locked in id order), or none
+            seats_take(tier_id=claim.tier_id, claim_id=claim.pk, labels=claim.seats)
+            return
+        first_pass = transaction.savepoint()
+        taken = tickets_take(
+            tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=True
+        )
+        if taken == claim.quantity:
+            transaction.savepoint_commit(first_pass)
+            return
+        transaction.savepoint_rollback(first_pass)  # its rows and their locks go back
+        taken = tickets_take(
+            tier_id=claim.tier_id, claim_id=claim.pk, quantity=claim.quantity, skip_locked=False
+        )
     if taken < claim.quantity:
         raise ShortOfTickets
 

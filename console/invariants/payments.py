@@ -96,16 +96,19 @@ def no_expiry_under_payment(event: Event, options: Options) -> Found:
 
 @check(invariant=5)
 def late_successes_kept(event: Event, options: Options) -> Found:
-    """A success the gateway reported (amount and currency right) left the
-    payment CONFIRMED, or REFUND_REQUIRED / REFUNDED: never dropped."""
+    """Money the gateway took for a payment (a success it reported, or an
+    amount recorded as paid) is kept for the tickets (CONFIRMED) or is on
+    its way back (REFUND_REQUIRED / REFUND_PENDING / REFUND_FAILED) or back
+    (REFUNDED): never dropped, a wrong amount or currency (flagged) too."""
     dropped = rows(
-        f"SELECT p.status, COUNT(*) {_OF_EVENT} AND p.gateway_status = 'success' "
-        "AND p.flag_reason = '' AND p.status <> ALL(%s) GROUP BY 1 ORDER BY 1",
+        f"SELECT p.status, COUNT(*) {_OF_EVENT} "
+        "AND (p.gateway_status = 'success' OR p.paid_amount IS NOT NULL) "
+        "AND p.status <> ALL(%s) GROUP BY 1 ORDER BY 1",
         [event.pk, SUCCESS_ENDS],
     )
     problems = [f"{plural(n, 'paid payment')} left {status}" for status, n in dropped]
     owed = _count("p.status = %s", [event.pk, PaymentStatus.REFUND_REQUIRED.value])
-    return Found(problems, f"every reported success kept; {owed} refund required")
+    return Found(problems, f"every reported success kept or refunded; {owed} refund required")
 
 
 @check(invariant=5, when=When.SETTLED)

@@ -55,7 +55,9 @@ def apply_success(
     """The gateway says the customer paid. Confirm payment and claim; or, for
     a claim already released, re-instate it or mark the payment
     REFUND_REQUIRED (invariant 5). A wrong amount or currency is flagged and
-    never confirmed (invariant 7)."""
+    never kept (invariant 7): REFUND_REQUIRED, whatever the payment's state,
+    and its claim is left as it is (a claim still held runs its course: the
+    customer may pay again, or it expires)."""
     if payment.status in SETTLED_STATUSES:
         return payment  # already settled: a repeat is a no-op
     paid: dict[str, Any] = {
@@ -71,9 +73,9 @@ def apply_success(
         paid_currency=currency,
     )
     if reason:
+        # Money we did not ask for cannot pay for the tickets, and nobody may
+        # keep it: flagged for staff to see, and on the refund path at once.
         if payment.flag_reason != reason:
-            Payment.objects.filter(pk=payment.pk).update(flag_reason=reason[:300], **paid)
-            payment.flag_reason = reason
             payment_log(
                 payment=payment,
                 kind=EventKind.FLAGGED,
@@ -81,8 +83,23 @@ def apply_success(
                 data={"reason": reason, "paid_amount": amount, "paid_currency": currency},
             )
             logger.warning("payment %s flagged: %s", payment.reference, reason)
-        return payment
+        payment_transition(
+            payment=payment,
+            target=P.REFUND_REQUIRED,
+            actor=actor,
+            reason=f"paid a wrong amount or currency: {reason}"[:300],
+            flag_reason=reason[:300],
+            **paid,
+        )
+    else:
+        _settle_paid(payment=payment, actor=actor, paid=paid)
+    if payment.status == P.REFUND_REQUIRED:
+        logger.warning("payment %s needs a refund", payment.reference)
+    return payment
 
+
+def _settle_paid(*, payment: Payment, actor: str, paid: dict[str, Any]) -> None:
+    """The money is right: the claim decides whether it is kept."""
     claim = claim_lock(claim_id=payment.claim_id)
     if claim.status == ClaimStatus.CLAIMED:
         claim_confirm(claim_id=claim.pk)
@@ -115,9 +132,6 @@ def apply_success(
             flag_reason="Second payment for a claim that was already paid.",
             **paid,
         )
-    if payment.status == P.REFUND_REQUIRED:
-        logger.warning("payment %s needs a refund", payment.reference)
-    return payment
 
 
 def apply_failure(

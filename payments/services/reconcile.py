@@ -52,7 +52,7 @@ def payment_reconcile(*, payment_id: uuid.UUID) -> str:
     initialize again with the same reference (unless its claim is over: then
     only ask the gateway what became of it); PENDING -> verify and apply."""
     payment = Payment.objects.select_related("claim").get(pk=payment_id)
-    if payment.status not in LIVE_STATUSES or payment.flag_reason:
+    if payment.status not in LIVE_STATUSES:
         return "skipped"
     try:
         if payment.status == P.INITIALIZING and _claim_waits(payment):
@@ -85,7 +85,7 @@ def payments_due(*, limit: int, now: datetime | None = None) -> list[uuid.UUID]:
     with transaction.atomic():
         ids = list(
             Payment.objects.select_for_update(skip_locked=True)
-            .filter(status__in=LIVE_STATUSES, next_check_at__lte=now, flag_reason="")
+            .filter(status__in=LIVE_STATUSES, next_check_at__lte=now)
             .order_by("next_check_at")
             .values_list("id", flat=True)[:limit]
         )
@@ -127,8 +127,9 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
     outlived PAYMENT_IN_PROGRESS_MAX_SECONDS in a non-final status; the caller
     releases the claim). False: leave it alone (the payment is pending within
     its bound, blocked by a merchant-side refusal within it, the gateway
-    cannot be reached, the money arrived with a mismatch for staff to look
-    at, or the payment has just been confirmed)."""
+    cannot be reached, or the payment has just been confirmed). Money of
+    the wrong amount or currency does not keep the claim: that payment is
+    on the refund path, and the claim may go."""
     if Payment.objects.filter(claim_id=claim_id, status=P.CONFIRMED).exists():
         return False
     payment = (
@@ -138,8 +139,6 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
     )
     if payment is None:
         return True
-    if payment.flag_reason:
-        return False
     if payment.blocked_since is not None and not _past_bound(payment):
         # Our gateway account refused it: held while the outage lasts, up to
         # the same bound as a non-final status (a refusal that only this
@@ -155,10 +154,11 @@ def payment_settle_before_expiry(*, claim_id: uuid.UUID) -> bool:
         return False
     if result in ("in_progress", "refused") and _overdue(payment):
         return True  # past the bound: the claim goes, the payment stays watched
-    if result not in ("failed", "abandoned", "reversed", "not_found"):
-        return False  # paid (confirmed now), still in progress, or no answer
     if Payment.objects.filter(claim_id=claim_id, status__in=[*LIVE_STATUSES, P.CONFIRMED]).exists():
-        return False  # something moved it meanwhile (a webhook): not ours to release
+        # Paid (confirmed now), still in progress, no answer, or something
+        # moved it meanwhile (a webhook): not ours to release.
+        return False
+    # Failed, or paid with money that cannot be kept (on the refund path).
     return Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).exists()
 
 

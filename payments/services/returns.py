@@ -25,7 +25,7 @@ def payment_check_on_return(*, reference: str) -> Payment | None:
     the page refreshes itself while the payment is pending, and a reload
     must not become a stream of gateway calls."""
     payment = Payment.objects.filter(reference=reference).first()
-    if payment is None or payment.status != PaymentStatus.PENDING or payment.flag_reason:
+    if payment is None or payment.status != PaymentStatus.PENDING:
         return payment
     now = timezone.now()
     recently = now - timedelta(seconds=settings.PAYMENT_RETURN_VERIFY_SECONDS)

@@ -10,7 +10,7 @@ from django.db.models import F
 
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
-from claims.services import claim_lock, claim_release
+from claims.services import claim_release
 from fairqueue.errors import InvalidInput, InvalidTransition
 from payments.domain import DISPUTE_NEEDS_STAFF, LIVE_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, Refund
@@ -40,9 +40,10 @@ def payment_verify_now(*, payment_id: uuid.UUID, actor: str) -> str:
 
 
 def payment_fail_and_release(*, payment_id: uuid.UUID, actor: str, note: str = "") -> Payment:
-    """Give up on a live payment and release its claim. If the gateway has
-    already reported money for it (a flagged mismatch), it becomes
-    REFUND_REQUIRED instead of FAILED: the customer must get it back."""
+    """Give up on a live payment and release its claim. A live payment holds
+    no money: any success the gateway reported moved it on (confirmed, or
+    on the refund path), and one that arrives later takes the late-success
+    path."""
     with transaction.atomic():
         payment = payment_lock(payment_id=payment_id)
         if payment.status not in LIVE_STATUSES:
@@ -55,24 +56,13 @@ def payment_fail_and_release(*, payment_id: uuid.UUID, actor: str, note: str = "
             actor=actor,
             data={"action": "fail_and_release", "note": note},
         )
-        if payment.paid_amount is not None:
-            payment_transition(
-                payment=payment,
-                target=P.REFUND_REQUIRED,
-                actor=actor,
-                reason="staff gave up on a paid (flagged) payment",
-            )
-            claim = claim_lock(claim_id=payment.claim_id)
-            if claim.status == ClaimStatus.CLAIMED:
-                claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
-        else:
-            apply_failure(
-                payment=payment,
-                reason=f"failed by staff{': ' + note if note else ''}",
-                actor=actor,
-                release_claim=True,
-                release_reason=ReleaseReason.STAFF,
-            )
+        apply_failure(
+            payment=payment,
+            reason=f"failed by staff{': ' + note if note else ''}",
+            actor=actor,
+            release_claim=True,
+            release_reason=ReleaseReason.STAFF,
+        )
     return payment
 
 

@@ -22,13 +22,19 @@ from django.db import IntegrityError, transaction
 
 from fairqueue.locks import pg_lock_timeout
 from fairqueue.metrics import WEBHOOKS, counted
-from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES, EventKind
+from payments.domain import (
+    OPEN_REFUND_STATUSES,
+    REFUNDABLE_STATUSES,
+    UNPAID_STATUSES,
+    EventKind,
+    PaymentStatus,
+)
 from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, Refund, WebhookReceipt
 from payments.paystack import merchant_amount, signature_valid
 from payments.services.disputes import apply_dispute_webhook
 from payments.services.outcomes import apply_success
-from payments.services.records import payment_log
+from payments.services.records import payment_log, payment_transition
 from payments.services.refunds import refund_apply, refund_open_locked, refundable_amount
 
 logger = logging.getLogger(__name__)
@@ -211,7 +217,11 @@ def _apply(
 def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None:
     """A refund event: our refund in flight (or the one it names) moves on.
     A refund we never asked for was made in the gateway's dashboard: it is
-    recorded as one, and cancels the purchase like any refund."""
+    recorded as one, and cancels the purchase like any refund. The gateway
+    refunds only a charge that succeeded, so a refund of a payment whose
+    success has not reached us (live or FAILED) proves the money was taken:
+    the payment goes the refund path first, and its success, when it comes,
+    changes nothing."""
     status = event.split(".", 1)[1]
     gateway_id = str(data.get("id") or "")[:64]
     amount = _amount(data.get("amount"))
@@ -219,6 +229,14 @@ def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None
     refund = refunds.filter(gateway_refund_id=gateway_id).first() if gateway_id else None
     if refund is None:
         refund = refunds.filter(status__in=OPEN_REFUND_STATUSES).first()
+    if refund is None and payment.status in UNPAID_STATUSES:
+        payment_transition(
+            payment=payment,
+            target=PaymentStatus.REFUND_REQUIRED,
+            actor="webhook",
+            reason=f"{event} for a charge whose success had not reached us",
+            flag_reason="Refunded at the gateway before its success reached us.",
+        )
     if refund is None:
         if status == "failed" or payment.status not in REFUNDABLE_STATUSES:
             logger.warning(

@@ -65,15 +65,31 @@ def test_a_claim_expired_under_its_live_payment_fails_invariant_5(paid_sale, api
     }
 
 
-def test_a_reported_success_left_failed_fails_invariant_5(paid_sale):
-    Payment.objects.filter(pk=paid_sale.declined.pk).update(gateway_status="success")
+@pytest.mark.parametrize(
+    "reported",
+    [
+        {"gateway_status": "success"},
+        # A wrong amount is flagged, but its money was taken all the same.
+        {"gateway_status": "success", "paid_amount": 1, "flag_reason": "amount 1 != expected"},
+        {"paid_amount": 500_000, "paid_currency": "NGN"},
+    ],
+)
+def test_money_taken_and_left_failed_fails_invariant_5(paid_sale, reported):
+    """The gateway took money for a payment left FAILED: neither kept for a
+    ticket nor refunded nor on its way back."""
+    Payment.objects.filter(pk=paid_sale.declined.pk).update(**reported)
 
     assert failing(paid_sale.event) == {"late_successes_kept": "1 paid payment left FAILED"}
 
-    Payment.objects.filter(pk=paid_sale.declined.pk).update(
-        flag_reason="amount 1 != expected 500000"
+    Payment.objects.filter(pk=paid_sale.declined.pk).update(status="REFUND_REQUIRED")
+    PaymentEvent.objects.create(
+        payment=paid_sale.declined,
+        kind="state_change",
+        from_status="FAILED",
+        to_status="REFUND_REQUIRED",
+        actor="test",
     )
-    assert failing(paid_sale.event) == {}  # flagged: staff look at it
+    assert failing(paid_sale.event) == {}  # on its way back
 
 
 # --- invariant 7: every money movement recorded -------------------------------------------

@@ -98,14 +98,34 @@ def test_fail_and_release(api, staff, sandbox):
     assert payment.events.filter(kind="staff_action", actor="staff:ada").count() == 1
 
 
-def test_fail_and_release_of_money_received_requires_a_refund(api, client, staff, sandbox):
+def test_money_of_the_wrong_amount_is_refunded_by_one_action(
+    api, client, staff, sandbox, settings
+):
+    """With automatic refunds off, the payment waits on the refund path, and
+    the refund action sends it back; failing it is refused."""
+    settings.PAYSTACK_AUTO_REFUND = False
+    sandbox.config(send_webhooks=False, refund_outcome="manual")
     payment = pending_payment(api)
-    Payment.objects.filter(pk=payment.pk).update(
-        flag_reason="amount 100 != expected 500000", paid_amount=100
+    sandbox.pay(payment.reference, send_webhook=False, amount=100)
+    post_webhook(client, *sandbox.webhook(payment.reference))
+    assert reload(payment).status == "REFUND_REQUIRED"
+
+    refused = act(staff, "fail_and_release", payment)
+    assert any("Only a live payment" in str(m) for m in refused.context["messages"])
+    staff.post(
+        CHANGELIST,
+        {
+            "action": "refund",
+            "_selected_action": [str(payment.pk)],
+            "apply": "1",
+            "reason": "paid the wrong amount",
+        },
     )
-    act(staff, "fail_and_release", payment)
-    assert reload(payment).status == "REFUND_REQUIRED"  # never FAILED: money was taken
-    assert reload(payment.claim).status == ClaimStatus.RELEASED
+
+    payment = reload(payment)
+    assert payment.status == "REFUND_PENDING"
+    assert payment.refunds.get().amount == 100  # what was taken
+    assert sandbox.stats()["refund_calls"] == 1
 
 
 def test_mark_refunded_only_from_refund_required(api, staff, sandbox):
@@ -179,7 +199,17 @@ def test_payment_page_shows_money_in_major_units_and_links(api, staff, sandbox):
 @pytest.mark.parametrize(
     ("changes", "title", "advice"),
     [
-        ({"flag_reason": "amount 1 != expected 500000"}, "Flagged", "Fail and release"),
+        (
+            {
+                "status": "REFUND_REQUIRED",
+                "flag_reason": "amount 1 != expected 500000",
+                "gateway_status": "success",
+                "paid_amount": 1,
+                "paid_currency": "NGN",
+            },
+            "Flagged",
+            "Check the transaction",
+        ),
         ({"status": "REFUND_REQUIRED"}, "Refund required", "automatic refund"),
         ({"status": "REFUND_PENDING"}, "Refund pending", "refund.processed"),
         ({"status": "REFUND_FAILED"}, "Refund failed", "Refund through the gateway"),

@@ -127,7 +127,7 @@ def test_verify_compares_what_we_asked_for(stub, ours, charged, requested, flagg
     payment_verify_now(payment_id=payment.pk, actor="staff:test")
 
     payment = reload(payment)
-    assert payment.status == ("PENDING" if flagged else "CONFIRMED")
+    assert payment.status == ("REFUND_REQUIRED" if flagged else "CONFIRMED")
     assert bool(payment.flag_reason) is flagged
 
 

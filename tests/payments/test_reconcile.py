@@ -172,12 +172,21 @@ def test_gateway_down_during_reconcile_backs_off(api, sandbox):
 
 
 @pytest.mark.django_db
-def test_flagged_payments_are_left_to_staff(api, sandbox):
+def test_money_of_the_wrong_amount_found_by_verify_goes_back(api, sandbox):
+    """Its webhook was lost: reconciliation finds the wrong money, never
+    confirms it, and asks for the refund in the same pass."""
     payment = pending_payment(api)
-    Payment.objects.filter(pk=payment.pk).update(flag_reason="amount 1 != expected 500000")
+    sandbox.pay(payment.reference, send_webhook=False, amount=1)
     time_passes(payment)
-    assert payments_reconcile() == {}
-    assert sandbox.stats()["verify_calls"] == 0
+
+    assert payments_reconcile() == {"verify:success": 1, "auto_refund:pending": 1}
+
+    payment = reload(payment)
+    assert (payment.status, payment.paid_amount) == ("REFUND_PENDING", 1)
+    assert payment.flag_reason == "amount 1 != expected 500000"
+    assert payment.events.filter(kind="state_change", to_status="CONFIRMED").count() == 0
+    assert reload(payment.claim).status == ClaimStatus.CLAIMED  # its hold runs its course
+    assert sandbox.stats()["refund_calls"] == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -153,11 +153,11 @@ def test_amount_or_currency_mismatch_is_flagged_not_confirmed(
 
     assert response.status_code == 200
     payment = reload(payment)
-    assert payment.status == "PENDING"  # not confirmed
+    assert payment.status == "REFUND_REQUIRED"  # never confirmed: the money goes back
     assert expected_in_reason in payment.flag_reason
     assert payment.paid_currency == override.get("currency", "NGN")
     assert reload(payment.claim).status == ClaimStatus.CLAIMED
-    assert kinds(payment)[-2:] == ["webhook_received", "flagged"]
+    assert kinds(payment)[-3:] == ["webhook_received", "flagged", "state_change"]
     assert payment.events.filter(kind="state_change", to_status="CONFIRMED").count() == 0
 
 
