@@ -5,19 +5,18 @@ taken, and best available never deadlocks."""
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from claims.models import Claim
 from claims.services import claim_create
 from claims.services import claiming as claiming_module
 from fairqueue.errors import AppError
 from inventory.models import Ticket
-from tests.support.races import Aside, race, wait_until_blocked
+from tests.support.races import Aside, race, rows_locked, wait_until_blocked
 from tests.support.sales import (
     admit_directly,
     claim_seats,
@@ -146,22 +145,9 @@ def test_a_chosen_seat_locked_by_a_claim_in_flight_is_waited_for():
     back is not reported as taken; the claim waits and gets it."""
     tier = on_sale_reserved(rows=1, seats_per_row=4, max_tickets_per_customer=2)
     buyer = admit_directly(tier.event, make_customers(1))[0]
-    locked = threading.Event()
-    release = threading.Event()
-
-    def hold_a_lock():
-        with transaction.atomic():
-            list(Ticket.objects.select_for_update().filter(tier=tier, label="A-2"))
-            locked.set()
-            release.wait(10)
-            transaction.set_rollback(True)
-
-    holder = Aside(hold_a_lock)
-    assert locked.wait(10)
-    claimer = Aside(lambda: claim_seats(tier, buyer, ["A-1", "A-2"]))
-    wait_until_blocked(1)
-    release.set()
-    holder.finish()
+    with rows_locked(Ticket.objects.filter(tier=tier, label="A-2")):
+        claimer = Aside(lambda: claim_seats(tier, buyer, ["A-1", "A-2"]))
+        wait_until_blocked(1)
     claim = claimer.finish()
     assert sorted(claim.seats) == ["A-1", "A-2"]
     connection.close()
