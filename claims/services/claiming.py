@@ -264,8 +264,9 @@ def _reserve_again(
 ) -> tuple[int, Reservation] | None:
     """Redis had no counter (it was wiped) or said "not enough": neither is
     final. Postgres is asked; when it has fewer free tickets than asked for
-    the answer is final: how many it has (409), or 410 when none. Otherwise the counter is brought back to Postgres truth and
-    the reservation tried once more (the lock is already ours): a second
+    the answer is final: how many it has (409), or 410 when none. Otherwise
+    the counter is brought back to Postgres truth and the reservation tried
+    once more (the lock is already ours): a second
     "not enough" means the free rows are held by claims in flight, which may
     still roll back, so it is "busy, retry". None: Redis went away."""
     if left == NOT_ENOUGH and seats:
