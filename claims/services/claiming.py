@@ -69,7 +69,17 @@ CACHE_MISS, NOT_ENOUGH, LOCKED = -1, -2, -3
 SOLD_OUT_CHECK_BELOW = 64
 
 
-@counted(CLAIMS, "created")
+# The codes claim_create refuses with (its docstring), each counted from zero.
+CLAIM_REFUSALS = (
+    ErrorCode.EVENT_NOT_FOUND, ErrorCode.TIER_NOT_FOUND, ErrorCode.INVALID_QUANTITY,
+    ErrorCode.SEAT_NOT_FOUND, ErrorCode.NOT_RESERVED_SEATING, ErrorCode.EVENT_NOT_ON_SALE,
+    ErrorCode.INVALID_TOKEN, ErrorCode.ADMISSION_INVALID, ErrorCode.ADMISSION_EXPIRED,
+    ErrorCode.ALREADY_CLAIMED, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.SEATS_UNAVAILABLE,
+    ErrorCode.NOT_ENOUGH_TICKETS, ErrorCode.SOLD_OUT, ErrorCode.BUSY,
+)  # fmt: skip
+
+
+@counted(CLAIMS, "created", expected=CLAIM_REFUSALS)
 def claim_create(
     *,
     event_id: uuid.UUID | str,
