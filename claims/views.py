@@ -40,10 +40,12 @@ class EventClaimCreateView(APIView):
             409: error(
                 "event_not_on_sale, already_claimed (details.claim_id names the claim that "
                 "holds the tickets), claim_in_progress, seats_unavailable (details.seats: "
-                "the chosen seats that are taken; nothing is held); or "
-                "idempotency_in_progress (see the Retry-After header)."
+                "the chosen seats that are taken; nothing is held), not_enough_tickets "
+                "(fewer left than asked for, none left held; details.available: how many "
+                "are, which the same admission may claim); or idempotency_in_progress (see "
+                "the Retry-After header)."
             ),
-            410: error("sold_out"),
+            410: error("sold_out: none left."),
             422: error(
                 "validation_error, invalid_quantity, tier_not_found, seat_not_found "
                 "(details.seats), not_reserved_seating (seats on a general tier), "

@@ -33,6 +33,7 @@ from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.samples import Sample
 
 from console.selectors import (
     admitted_now,
@@ -131,8 +132,20 @@ class SaleCollector:
                 attention.add_metric([eid, reason], count)
         for (event_id, status, actor), count in sorted(payment_totals(ids).items()):
             payments.add_metric([str(event_id), status, actor], count)
-        yield from (info, selling, waiting, admitted, admitted_total, last_tick)
-        yield from (available, inventory, sold, payments, attention)
+        families: list[Metric] = [info, selling, waiting, admitted, admitted_total, last_tick]
+        families += [available, inventory, sold, payments, attention]
+        for family in families:
+            _zero_when_empty(family)
+        yield from families
+
+
+def _zero_when_empty(family: Metric) -> None:
+    """A family with nothing to report (no event, no payment yet) still
+    answers, with one zero without labels (for a timestamp: never), so that
+    every family is on every scrape (fairqueue/metrics.py says why)."""
+    if not family.samples:
+        suffix = "_total" if family.type == "counter" else ""
+        family.samples.append(Sample(family.name + suffix, {}, 0.0))
 
 
 _sale = CollectorRegistry(auto_describe=False)

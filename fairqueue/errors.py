@@ -75,6 +75,7 @@ class ErrorCode(StrEnum):
     CLAIM_IN_PROGRESS = "claim_in_progress"
     ALREADY_CLAIMED = "already_claimed"
     SOLD_OUT = "sold_out"
+    NOT_ENOUGH_TICKETS = "not_enough_tickets"
     SEATS_UNAVAILABLE = "seats_unavailable"
     SEAT_NOT_FOUND = "seat_not_found"
     NOT_RESERVED_SEATING = "not_reserved_seating"

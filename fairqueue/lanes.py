@@ -69,6 +69,8 @@ WAIT_SECONDS = Histogram(
     ["lane"],
     buckets=(0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
+for _lane in LANES:  # on the first scrape, each at zero (fairqueue/metrics.py says why)
+    WAIT_SECONDS.labels(_lane)
 
 
 def lane(method: str, path: str) -> str:

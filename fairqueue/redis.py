@@ -236,6 +236,8 @@ _LOG_EVERY_SECONDS = 60.0
 _last_logged: dict[str, float] = {}
 _failures = 0
 _failure_listeners: list[Callable[[str], None]] = []
+_operations: list[str] = []  # every store method under the rule, as it names them
+_operation_listeners: list[Callable[[str], None]] = []
 
 
 def redis_failed(what: str) -> None:
@@ -261,9 +263,26 @@ def on_redis_failure(listener: Callable[[str], None]) -> None:
     _failure_listeners.append(listener)
 
 
+def on_redis_operation(listener: Callable[[str], None]) -> None:
+    """Call ``listener(what)`` for every method under the failure rule, by
+    the name its failures are counted under: those defined so far at once,
+    and each one defined later as it is (metrics hook: each failure count
+    starts at zero)."""
+    _operation_listeners.append(listener)
+    for what in _operations:
+        listener(what)
+
+
+def _under_the_rule(method: Callable[..., Any]) -> None:
+    _operations.append(method.__qualname__)
+    for listener in _operation_listeners:
+        listener(method.__qualname__)
+
+
 def required(method: Callable[P, T]) -> Callable[P, T]:
     """A store method the caller cannot do without: a Redis failure
     (``REDIS_FAILURES``) -> RedisUnavailable."""
+    _under_the_rule(method)
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -287,6 +306,8 @@ def best_effort(default: D) -> Callable[[Callable[P, T]], Callable[P, T | D]]:
     (``REDIS_FAILURES``) -> ``default``."""
 
     def decorate(method: Callable[P, T]) -> Callable[P, T | D]:
+        _under_the_rule(method)
+
         @functools.wraps(method)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> T | D:
             try:

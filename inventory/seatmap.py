@@ -4,13 +4,17 @@ status), cached in Redis, and the news that seats changed.
 The rendered JSON lives under the event's hash tag
 (``fq:{<event_id>}:tier:<tier_id>:seatmap``) next to a version that every
 change moves on (``seatmap_bump.lua``). A read is one round trip
-(``seatmap_read.lua``): a stored map whose version is current is served as
-it is; an older one is rebuilt from Postgres by one caller at a time (the
-rebuild lock also throttles rebuilds to one per ``REBUILD_EVERY_MS`` under a
-storm of changes) while the others serve the older map: the live deltas
-(``inventory.signals.seats_changed``) carry what changed since. With Redis
-unreachable the map is read from Postgres (the failure rule: Redis is a
-cache here).
+(``seatmap_read.lua``): a stored map whose version is current and which is
+younger than half a reconcile interval is served as it is; any other is
+rebuilt from Postgres by one caller at a time (the rebuild lock also
+throttles rebuilds to one per ``REBUILD_EVERY_MS`` under a storm of changes)
+while the others serve the older map: the live deltas
+(``inventory.signals.seats_changed``) carry what changed since. The age
+limit is what makes the map agree with Postgres within one reconcile
+interval whatever Redis lost: a bump that failed after its change
+committed, an older snapshot of the map and its version restored. With
+Redis unreachable the map is read from Postgres (the failure rule: Redis is
+a cache here).
 
 The map is stored gzipped (base64 in Redis, whose client here speaks text):
 a 20,000-seat map is 2.6 MB of JSON and 0.15 MB gzipped, so the read moves
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from fairqueue.redis import RedisStore, best_effort, event_key, text
@@ -60,10 +65,11 @@ class SeatMapStore(RedisStore):
 
     @best_effort(None)
     def read(self, *, event_id: object, tier_id: object) -> tuple[str | None, int | None, bool]:
-        """(stored "<version>:<json>" or None, current version or None,
-        whether this caller should rebuild)."""
+        """(stored "<version>:<built at>:<body>" or None, current version or
+        None, whether this caller should rebuild: then the version is one no
+        stored map has)."""
         stored, version, rebuild = self.scripts["seatmap_read"](
-            keys=self.keys(event_id, tier_id), args=[REBUILD_EVERY_MS]
+            keys=self.keys(event_id, tier_id), args=[REBUILD_EVERY_MS, max_age_ms()]
         )
         return (
             text(stored) if stored else None,
@@ -82,6 +88,12 @@ class SeatMapStore(RedisStore):
         return int(
             self.scripts["seatmap_bump"](keys=self.keys(event_id, tier_id)[1:2], args=[_now_ms()])
         )
+
+
+def max_age_ms() -> int:
+    """A stored map this old is rebuilt, whatever its version says: half a
+    reconcile interval, so that it agrees with Postgres within one."""
+    return max(1, int(settings.RECONCILE_INTERVAL_SECONDS * 500))
 
 
 def _now_ms() -> int:
@@ -123,8 +135,8 @@ def seat_map_read(
     stored, version, rebuild = got
     if stored is not None and not rebuild:
         # Current, or someone else is rebuilding it.
-        return SeatMapBody(gzipped=base64.b64decode(stored.partition(":")[2]))
-    if version is None:  # no version yet (first read, or Redis was wiped)
+        return SeatMapBody(gzipped=base64.b64decode(stored.rpartition(":")[2]))
+    if version is None:  # no map, no version yet, and another caller builds the first
         version = store.bump(event_id=event_id, tier_id=tier_id)
         if version is None:
             return SeatMapBody(plain=_render(tier_id, _now_ms(), sold_claim_status))

@@ -93,7 +93,12 @@ class InventoryStore(RedisStore):
 
         With ``lock_key`` the script first takes that lock (SET NX PX with
         ``lock_token``) in the same round trip: -3 when someone else holds it
-        (nothing else happened); on -1 / -2 the lock stays taken."""
+        (nothing else happened); on -1 / -2 the lock stays taken.
+
+        The script is idempotent for one call: when its reply is lost to a
+        timeout, the client's retry sends the same reservation id and lock
+        token again, and the second run answers like the first instead of
+        taking the tickets twice or finding the lock "held"."""
         reservation = Reservation(str(event_id), str(tier_id), quantity, uuid.uuid4().hex)
         keys = self._keys(event_id, tier_id)
         args: list[object] = [quantity, reservation.id, int(time.time() * 1000)]

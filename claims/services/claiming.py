@@ -22,7 +22,12 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
-from claims.services.refusals import mark_sold_out_if_none_left, refuse_admission, refuse_short
+from claims.services.refusals import (
+    mark_sold_out_if_none_left,
+    refuse_admission,
+    refuse_more_than_left,
+    refuse_short,
+)
 from claims.services.seating import chosen_seats, claim_insert_seats, refuse_taken_seats
 from claims.services.tickets import (
     claim_insert,
@@ -31,7 +36,7 @@ from claims.services.tickets import (
 )
 from events.domain import is_on_sale
 from events.models import Event
-from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone, InvalidInput, NotFound
+from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
 from fairqueue.metrics import CLAIMS, counted
@@ -64,7 +69,17 @@ CACHE_MISS, NOT_ENOUGH, LOCKED = -1, -2, -3
 SOLD_OUT_CHECK_BELOW = 64
 
 
-@counted(CLAIMS, "created")
+# The codes claim_create refuses with (its docstring), each counted from zero.
+CLAIM_REFUSALS = (
+    ErrorCode.EVENT_NOT_FOUND, ErrorCode.TIER_NOT_FOUND, ErrorCode.INVALID_QUANTITY,
+    ErrorCode.SEAT_NOT_FOUND, ErrorCode.NOT_RESERVED_SEATING, ErrorCode.EVENT_NOT_ON_SALE,
+    ErrorCode.INVALID_TOKEN, ErrorCode.ADMISSION_INVALID, ErrorCode.ADMISSION_EXPIRED,
+    ErrorCode.ALREADY_CLAIMED, ErrorCode.CLAIM_IN_PROGRESS, ErrorCode.SEATS_UNAVAILABLE,
+    ErrorCode.NOT_ENOUGH_TICKETS, ErrorCode.SOLD_OUT, ErrorCode.BUSY,
+)  # fmt: skip
+
+
+@counted(CLAIMS, "created", expected=CLAIM_REFUSALS)
 def claim_create(
     *,
     event_id: uuid.UUID | str,
@@ -81,8 +96,9 @@ def claim_create(
     Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
     seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403
     from the admission check; 409 already_claimed / claim_in_progress /
-    seats_unavailable (details.seats: the chosen seats that are taken); 410
-    sold_out; 503 busy (tickets held by claims still in flight, or Redis
+    seats_unavailable (details.seats: the chosen seats that are taken) /
+    not_enough_tickets (fewer left than asked for; details.available: how
+    many); 410 sold_out (none left); 503 busy (tickets held by claims still in flight, or Redis
     unavailable)."""
     tier = _tier_of_event(event_id=event_id, tier_id=tier_id)
     labels = chosen_seats(tier, seats)
@@ -257,16 +273,18 @@ def _reserve_again(
     seats: tuple[str, ...] = (),
 ) -> tuple[int, Reservation] | None:
     """Redis had no counter (it was wiped) or said "not enough": neither is
-    final. Postgres is asked; when it has no free ticket the answer is a
-    final 410. Otherwise the counter is brought back to Postgres truth and
-    the reservation tried once more (the lock is already ours): a second
+    final. Postgres is asked; when it has fewer free tickets than asked for
+    the answer is final: how many it has (409), or 410 when none. Otherwise
+    the counter is brought back to Postgres truth and the reservation tried
+    once more (the lock is already ours): a second
     "not enough" means the free rows are held by claims in flight, which may
     still roll back, so it is "busy, retry". None: Redis went away."""
     if left == NOT_ENOUGH and seats:
         refuse_taken_seats(tier, seats)
-    elif left == NOT_ENOUGH and tier_free_tickets(tier_id=tier.id) < quantity:
-        mark_sold_out_if_none_left(tier.event_id)
-        raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
+    elif left == NOT_ENOUGH:
+        free = tier_free_tickets(tier_id=tier.id)
+        if free < quantity:
+            refuse_more_than_left(tier, free)
     inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
     answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
     if answer is not None and answer[0] == NOT_ENOUGH and left == CACHE_MISS:

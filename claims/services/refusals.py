@@ -1,7 +1,7 @@
-"""How a claim is refused once Postgres has had its say: "busy, retry" or
-"sold out" when tickets were short, "already claimed" or "admission
-expired" when the admission was gone. Shared by general admission and
-reserved seating."""
+"""How a claim is refused once Postgres has had its say: "busy, retry",
+"only N left" or "sold out" when tickets were short, "already claimed" or
+"admission expired" when the admission was gone. Shared by general
+admission and reserved seating."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase
 from events.services import event_mark_sold_out
-from fairqueue.errors import Busy, ErrorCode, Forbidden, Gone
+from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone
 from inventory.selectors import event_has_free_ticket, tier_free_tickets
 
 
@@ -22,9 +22,24 @@ def mark_sold_out_if_none_left(event_id: uuid.UUID | str) -> None:
 def refuse_short(tier: TierSnapshot, quantity: int) -> NoReturn:
     """Fewer free ticket rows than asked for. Unheld rows that claims in
     flight have locked come back if those roll back: "busy, retry" rather
-    than a final "sold out"."""
-    if tier_free_tickets(tier_id=tier.id) >= quantity:
+    than a final answer."""
+    free = tier_free_tickets(tier_id=tier.id)
+    if free >= quantity:
         raise Busy("Tickets are being claimed right now; retry shortly.")
+    refuse_more_than_left(tier, free)
+
+
+def refuse_more_than_left(tier: TierSnapshot, free: int) -> NoReturn:
+    """Postgres has ``free`` tickets of the tier, fewer than asked for:
+    "sold out" only when there are none; otherwise how many there are
+    (409 not_enough_tickets, ``details.available``), which the customer may
+    still take with the same admission."""
+    if free > 0:
+        raise Conflict(
+            f"Only {free} {'ticket is' if free == 1 else 'tickets are'} left in this tier.",
+            code=ErrorCode.NOT_ENOUGH_TICKETS,
+            details={"available": free},
+        )
     mark_sold_out_if_none_left(tier.event_id)
     raise Gone("Sold out.", code=ErrorCode.SOLD_OUT)
 

@@ -82,6 +82,11 @@ def is_one_purchase_violation(exc: IntegrityError) -> bool:
 # concurrent expiry or a second claim of the same admission wins or loses
 # cleanly; the one-purchase index refuses the INSERT, and so the whole
 # statement, for a customer who already holds a purchase.
+# It takes general admission tickets only (no seat label, not blocked): the
+# caller chose this way from a tier cached for a second, and a tier turned
+# into reserved seating meanwhile must not have its seats, house seats above
+# all, handed out here; its claim is refused as short (busy, retry) and the
+# retry, with the cache renewed, takes seats the seating way.
 _Q = QueueEntry._meta.db_table
 _NAMED = ", ".join(f"%(c_{f.attname})s" for f in _CLAIM_FIELDS)
 _CLAIM_ADMITTED_SQL = f"""
@@ -92,7 +97,8 @@ WITH admitted AS MATERIALIZED (
 ),
 picked AS MATERIALIZED (
     SELECT id FROM {TICKETS}
-    WHERE tier_id = %(tier)s AND claim_id IS NULL AND EXISTS (SELECT 1 FROM admitted)
+    WHERE tier_id = %(tier)s AND claim_id IS NULL AND label IS NULL AND NOT blocked
+      AND EXISTS (SELECT 1 FROM admitted)
     LIMIT %(quantity)s
     FOR UPDATE SKIP LOCKED
 ),

@@ -52,7 +52,9 @@ class WebhookOutcome(StrEnum):
     IGNORED = "ignored"  # an event type we do not act on
 
 
-@counted(WEBHOOKS, str)
+@counted(
+    WEBHOOKS, str, expected=[*WebhookOutcome, InvalidSignature.code, MalformedWebhook.code]
+)
 def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOutcome:
     """``body`` is the raw request body: the signature covers those exact
     bytes, so it is checked before anything is parsed. A bad signature

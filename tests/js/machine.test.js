@@ -1,5 +1,5 @@
 import { assert, test } from "./harness.js";
-import { SALE_BADGE, phaseFor, pushEffect, saleStateAt, wantsLive, opensAt } from "../../storefront/static/storefront/queue/machine.js";
+import { SALE_BADGE, fewerLeftOffer, phaseFor, pushEffect, saleStateAt, wantsLive, opensAt } from "../../storefront/static/storefront/queue/machine.js";
 
 const NOW = Date.parse("2026-07-01T12:00:00Z");
 const sale = (fields) => ({
@@ -93,4 +93,20 @@ test("every sale state has a badge in plain words", () => {
     assert.equal(css, state);
     assert.ok(/^[A-Z][a-z ]+$/.test(words), words);
   });
+});
+
+test("fewer tickets left than asked for: the page offers the ones that are", () => {
+  const refused = (details) => ({ code: "not_enough_tickets", message: "Only 2 tickets are left.", details });
+  assert.deepEqual(fewerLeftOffer(refused({ available: 2 })), {
+    quantity: 2, text: "Only 2 left \u2014 take 2?", button: "Hold these 2 tickets",
+  });
+  assert.deepEqual(fewerLeftOffer(refused({ available: 1 })), {
+    quantity: 1, text: "Only 1 left \u2014 take it?", button: "Hold the last ticket",
+  });
+  // An answer that names no count (or none left) offers nothing.
+  assert.equal(fewerLeftOffer(refused({})), null);
+  assert.equal(fewerLeftOffer(refused({ available: 0 })), null);
+  assert.equal(fewerLeftOffer(refused({ available: "2" })), null);
+  assert.equal(fewerLeftOffer({ code: "not_enough_tickets" }), null);
+  assert.equal(fewerLeftOffer(null), null);
 });

@@ -13,10 +13,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import QuerySet
 
 
 class Race:
@@ -172,3 +174,25 @@ class Between:
     def finish(self) -> Any:
         assert self.aside is not None, "the code under test never reached the seam"
         return self.aside.finish()
+
+
+@contextmanager
+def rows_locked(rows: QuerySet) -> Iterator[None]:
+    """``rows`` locked FOR UPDATE by a transaction on another connection (a
+    claim in flight) for the duration of the block, then rolled back."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with transaction.atomic():
+            list(rows.select_for_update())
+            locked.set()
+            release.wait(30)
+            transaction.set_rollback(True)
+
+    holder = Aside(hold)
+    try:
+        assert locked.wait(10), "the rows were not locked"
+        yield
+    finally:
+        release.set()
+        holder.finish()

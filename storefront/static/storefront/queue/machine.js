@@ -101,6 +101,19 @@ export function pushEffect(message, phase) {
   }
 }
 
+/* A claim refused because fewer tickets are left than were asked for (409
+   not_enough_tickets, details.available: how many): the offer of those,
+   `{quantity, text, button}`, or null when the answer names none. */
+export function fewerLeftOffer(error) {
+  const left = error && error.details ? error.details.available : null;
+  if (!Number.isInteger(left) || left < 1) return null;
+  return {
+    quantity: left,
+    text: "Only " + left + " left \u2014 take " + (left === 1 ? "it" : left) + "?",
+    button: left === 1 ? "Hold the last ticket" : "Hold these " + left + " tickets",
+  };
+}
+
 /* Panels that keep the live link (socket, or polling while it is down). */
 export function wantsLive(phase) {
   return phase === "waiting" || phase === "admitted";

@@ -9,13 +9,13 @@ import { untilText, untilWords } from "./countdown.js";
 import { etaRange, etaText } from "./eta.js";
 import { LiveLink } from "./live.js";
 import {
-  PHASE_ANNOUNCEMENT, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
+  PHASE_ANNOUNCEMENT, fewerLeftOffer, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
 import { afterServed, aheadText, progress, startingPlace } from "./position.js";
 import { SeatStep, seatsText } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
-  setProgress, setText, showPanel,
+  setProgress, setText, showOffer, showPanel,
 } from "./view.js";
 
 const cfg = pageConfig();
@@ -35,6 +35,7 @@ const state = {
   admission: null,    // {token, expiresAt (ms)}
   lapsed: false,      // a countdown reached zero; the server decides what follows
   pendingClaim: null, // {text, key}: a retry of the same request reuses its Idempotency-Key
+  offer: null,        // fewer tickets left than asked for: {quantity, text, button}
   lastAnnounced: null,
 };
 let ticker = null;
@@ -297,6 +298,8 @@ async function leave() {
 function submitClaim(e) {
   e.preventDefault();
   if (!state.admission) return;
+  state.offer = null;
+  showOffer(null);
   const tier = document.querySelector("#claim-form input[name=tier_id]:checked");
   if (!tier) { setError("Choose a ticket tier."); return; }
   const body = seats.body({
@@ -341,7 +344,20 @@ async function sendClaim(body, attempt) {
     refreshEvent();
     return;
   }
+  state.offer = code === "not_enough_tickets" ? fewerLeftOffer(r.error) : null;
+  if (state.offer) {
+    showOffer(state.offer);
+    refreshEvent();
+    return;
+  }
   setError(errorText(r));
+}
+
+/* The customer takes the tickets that are left: the same form, that many. */
+function takeOffer() {
+  if (!state.offer) return;
+  el("quantity").value = String(state.offer.quantity);
+  el("claim-form").requestSubmit();
 }
 
 async function pay(attemptKey, attempt) {
@@ -394,6 +410,7 @@ function start() {
   el("join-button").addEventListener("click", join);
   el("leave-button").addEventListener("click", leave);
   el("claim-form").addEventListener("submit", submitClaim);
+  el("fewer-left-button").addEventListener("click", takeOffer);
   el("claim-form").addEventListener("change", (e) => {
     if (e.target.name === "tier_id") seats.chooseTier(); else seats.label();
   });

@@ -46,6 +46,14 @@ export function setEventStatus(status, saleState) {
   setText("event-notice", EVENT_NOTICE[status] || "");
 }
 
+/* The offer of the tickets that are left (machine.js fewerLeftOffer), or none. */
+export function showOffer(offer) {
+  el("fewer-left").hidden = !offer;
+  if (!offer) return;
+  setText("fewer-left-text", offer.text);
+  setText("fewer-left-button", offer.button);
+}
+
 export function busy(button, on, text) {
   button.disabled = on;
   if (text) button.textContent = text;
