@@ -238,6 +238,13 @@ def event_resume(*, event_id: uuid.UUID | str) -> Event:
 
 @transaction.atomic
 def event_end(*, event_id: uuid.UUID | str) -> Event:
+    # FOR UPDATE, not the transition's FOR NO KEY UPDATE: it waits for the
+    # joins in flight, whose INSERT holds the row FOR KEY SHARE while it
+    # checks that the event is live. Each of them either committed before
+    # this (its entry is expired with the rest of the line) or reads the
+    # event again after this commits and inserts nothing.
+    with pg_lock_timeout():
+        Event.objects.select_for_update().filter(pk=event_id).values_list("pk").first()
     event = _transition(event_id, EventStatus.ENDED)
     _broadcast(event, "ended")
 
