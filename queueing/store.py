@@ -203,13 +203,6 @@ class QueueStore(RedisStore):
         return _float(self.r.get(self.rate_key(event_id)))
 
     @best_effort(None)
-    def last_tick_ms(self, *, event_id: object) -> int | None:
-        """When the event's last admission tick ran (ms), from its newest
-        rate sample; None when unknown (never ticked, or Redis wiped/down)."""
-        newest = self.r.lindex(self.ticks_key(event_id), 0)
-        return int(text(newest).split(":", 1)[0]) if newest else None
-
-    @best_effort(None)
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
         """None when Redis could not be asked."""
         return bool(self.r.exists(self.shuffled_key(event_id)))
