@@ -130,8 +130,6 @@ def admission_last_tick(*, event_id: uuid.UUID | str) -> datetime | None:
 
 def queue_length(*, event_id: uuid.UUID | str) -> int:
     """Customers waiting: the sorted set's size, or Postgres when Redis is
-    down or the set is missing."""
-    sizes = queue_store().sizes(event_id=event_id)
-    if sizes is not None and sizes[0]:
-        return sizes[0]
-    return waiting_count(event_id=event_id)
+    down or does not hold the whole line."""
+    waiting = queue_store().line_length(event_id=event_id)
+    return waiting if waiting is not None else waiting_count(event_id=event_id)

@@ -1,8 +1,8 @@
 """Joining and leaving the waiting line, and where a customer stands in it.
 Postgres is written first, Redis second (invariant 2). Redis answers the hot
-questions; Postgres answers whenever Redis cannot (unreachable, wiped, or a
-customer it shows as admitted, whose token only Postgres can mint), and once
-the event is no longer live."""
+questions; Postgres answers whenever Redis cannot (unreachable, wiped and
+not rebuilt yet, or a customer it shows as admitted, whose token only
+Postgres can mint), and once the event is no longer live."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from fairqueue.errors import (
     NotFound,
     Unauthenticated,
 )
+from fairqueue.faults import fault_point
 from queueing.domain import (
     LIVE_STATUSES,
     EndReason,
@@ -201,6 +202,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND) from exc
     if not inserted:
         raise _refused(event.id, customer_id)
+    fault_point("queue.join.after_insert")
 
     store = queue_store()
     answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
@@ -212,16 +214,19 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         # (its removal was lost): drop it and join the line.
         store.release_admitted(event_id=event.id, customer_ids=[customer_id])
         answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
-    if answer is None or answer.rank is None:
+    if answer is None or answer.rank is None or not answer.line_built:
         # Redis is unreachable (or still confused): the row is committed and
-        # the reconciliation re-adds it to Redis. The position still comes,
-        # from Postgres.
+        # the reconciliation re-adds it to Redis. Or Redis does not hold the
+        # whole line (wiped; the next tick rebuilds it), and a rank in what
+        # it holds would put this customer ahead of everyone before the
+        # wipe. The position still comes, from Postgres.
         if answer is None:
             admission_clock_stop(event_id=event.id)
         entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
         position = waiting_rank(entry=entry) + 1
-        eta, poll_after = _waiting(event, position, None)
-        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None, poll_after)
+        rate, served = (answer.rate, answer.served) if answer is not None else (None, None)
+        eta, poll_after = _waiting(event, position, rate)
+        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, served, poll_after)
     if prequeue and timezone.now() >= event.sale_start:
         # The sale started while this pre-queue join was on its way: the
         # shuffle may have given the entry its rank after (and then written
