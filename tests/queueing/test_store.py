@@ -122,3 +122,22 @@ def test_a_write_failing_mid_bulk_gives_the_connection_back_to_the_pool_once(
 
     replies = race(echo, list(range(8)), threads=8)
     assert replies == [[f"{n}-{i}" for i in range(200)] for n in range(8)]
+
+
+def test_readmit_moves_every_member_in_batches_and_sets_served_once(redis_clean):
+    store = queue_store()
+    event = "e"
+    members = [(f"m-{i:06d}", 10**12 + i) for i in range(REBUILD_BATCH * 2 + 3)]
+    store.r.zadd(store.waiting_key(event), {m: 1 for m, _ in members[:5]})
+    store.r.zadd(store.admitted_key(event), {members[0][0]: members[0][1]})  # already right
+
+    moved = store.readmit(event_id=event, members=members, served=42)
+
+    assert moved == [m for m, _ in members[1:]]
+    assert store.r.zcard(store.waiting_key(event)) == 0
+    assert store.r.zcard(store.admitted_key(event)) == len(members)
+    assert store.r.zscore(store.admitted_key(event), members[-1][0]) == members[-1][1]
+    assert store.served(event_id=event) == 42
+    # The counter never goes back.
+    assert store.readmit(event_id=event, members=[], served=7) == []
+    assert store.served(event_id=event) == 42
