@@ -182,3 +182,29 @@ def test_lost_and_stale_members_that_keep_the_sizes_equal_are_healed_by_the_next
     # The sizes now differ, and the reconciliation's cheap pass does the rest.
     services.queue_reconcile_event(event_id=event.id, full=False)
     assert (line(event), admitted_set(event)) == ([str(late.id)], {str(admitted.id)})
+
+
+def test_a_tick_stopped_while_it_heals_leaves_the_counter_behind_for_the_next_one(
+    faults, monkeypatch
+):
+    event = make_event(tickets=2)
+    tick(event)
+    first, second = (join(event)[0] for _ in range(2))
+    with fault_armed("queue.admit.after_commit"), pytest.raises(InjectedFault):
+        tick(event)
+    real = QueueStore.readmit
+
+    def stopped(self, **kwargs):
+        raise InjectedFault("stopped before the readmit reached Redis")
+
+    monkeypatch.setattr(QueueStore, "readmit", stopped)
+    with pytest.raises(InjectedFault):
+        tick(event)
+    assert queue_store().served(event_id=event.id) == 0  # still behind Postgres' 2
+    monkeypatch.setattr(QueueStore, "readmit", real)
+
+    assert tick(event).readmitted == 2
+
+    assert_admitted_with_a_working_token(event, first)
+    assert_admitted_with_a_working_token(event, second)
+    assert queue_store().served(event_id=event.id) == 2
