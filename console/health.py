@@ -7,7 +7,10 @@ silently stops without, and that no web process notices by itself:
 - **admission ticks**: for every event on sale (ACTIVE, inside its window)
   the last tick is at most 3 admission intervals old (15 s by default). A
   dead beat, or workers that all died or hang, show here within that time.
-  An event that just went on sale gets the same grace from that moment.
+  A tick counts whatever it admitted: at the height of a sale every free
+  ticket is held and ticks admit nobody, and that is a sale moving, not a
+  stall. An event that just went on sale gets the same grace from that
+  moment.
 - **a Celery worker answers** a broadcast ping within
   ``READYZ_WORKER_TIMEOUT_SECONDS`` (1 s): claim expiry, reconciliation and
   payments need workers even while no event is on sale.
@@ -27,7 +30,7 @@ from django.utils import timezone
 
 from console.selectors import events_on_sale
 from fairqueue.health import dependency_checks
-from queueing.selectors import admission_last_tick
+from queueing.selectors import admission_last_ticks
 
 STALE_AFTER_TICKS = 3
 
@@ -38,8 +41,9 @@ def admission_check(now: datetime | None = None) -> str:
     limit = timedelta(seconds=STALE_AFTER_TICKS * settings.ADMISSION_INTERVAL_SECONDS)
     stale = []
     on_sale = list(events_on_sale(now).values_list("pk", "sale_start", "updated_at"))
+    ticks = admission_last_ticks(event_ids=[event_id for event_id, _, _ in on_sale])
     for event_id, sale_start, updated_at in on_sale:
-        last = admission_last_tick(event_id=event_id)
+        last = ticks.get(event_id)
         # Ticks are owed from when the event went on sale (or was last changed).
         since = max(filter(None, (last, sale_start, updated_at)))
         if now - since > limit:

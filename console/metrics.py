@@ -2,9 +2,9 @@
 
 Why two sources (see also fairqueue/metrics.py):
 
-- **The sale, computed at scrape time** from Postgres (the truth) and Redis
-  (the last admission tick, the waiting line as customers see it): queue,
-  admissions, tickets, payments. Whichever web process answers, and however
+- **The sale, computed at scrape time** from Postgres (the truth, the last
+  admission tick included) and Redis (the waiting line as customers see it):
+  queue, admissions, tickets, payments. Whichever web process answers, and however
   many there are, the numbers are the same and right after any restart; a
   counter here is a count of rows that only grow (admissions, confirmed
   tickets, the append-only payment log), so it never goes back.
@@ -44,7 +44,7 @@ from console.selectors import (
     payments_attention,
     tier_numbers,
 )
-from queueing.selectors import admission_last_tick, queue_length
+from queueing.selectors import admission_last_ticks, queue_length
 
 # The classic text format, which generate_latest writes and every Prometheus
 # 2.x and 3.x scraper reads.
@@ -84,7 +84,7 @@ class SaleCollector:
         )
         last_tick = GaugeMetricFamily(
             "fairqueue_admission_last_tick_timestamp_seconds",
-            "When the event's last admission tick ran (absent: never, or Redis lost it).",
+            "When the event's last admission tick ran, whatever it admitted (absent: never).",
             labels=["event"],
         )
         available = GaugeMetricFamily(
@@ -111,6 +111,7 @@ class SaleCollector:
             labels=["event", "reason"],
         )
 
+        ticks = admission_last_ticks(event_ids=ids)
         admitted_counts = admitted_now(ids, now)
         admitted_totals = admitted_since(ids)
         needs_staff = payments_attention(ids)
@@ -121,7 +122,7 @@ class SaleCollector:
             waiting.add_metric([eid], queue_length(event_id=event.pk))
             admitted.add_metric([eid], admitted_counts.get(event.pk, 0))
             admitted_total.add_metric([eid], admitted_totals.get(event.pk, 0))
-            tick = admission_last_tick(event_id=event.pk)
+            tick = ticks.get(event.pk)
             if tick is not None:
                 last_tick.add_metric([eid], tick.timestamp())
             for tier in tier_numbers(event):

@@ -1,8 +1,8 @@
 """Reads across apps for the people watching a sale: the numbers of the
 organizer's dashboard, the families of ``/metrics`` that are computed at
 scrape time, and what readiness looks at. Postgres is the truth; Redis only
-where it is the thing measured (the last admission tick, the waiting line's
-size as customers see it)."""
+where it is the thing measured (the waiting line's size as customers see
+it)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,12 @@ class PipelinedSender:
     """Writes packed commands on one pooled connection from a thread (socket
     writes release the GIL, so Postgres reads and encoding go on meanwhile),
     then reads every reply. An error reply or a broken connection is raised
-    by ``finish``."""
+    by ``put`` or ``finish``; the caller then calls ``abort``.
+
+    The connection goes back to the pool exactly once, whichever of
+    ``finish`` and ``abort`` ends the run (both may): a connection released
+    twice would sit in the pool twice, and two callers would share it and
+    read each other's replies."""
 
     def __init__(self, client: Client, key: str) -> None:
         # On a cluster: the pool of the node that serves ``key``'s slot.
@@ -41,49 +46,61 @@ class PipelinedSender:
         assert isinstance(server, redis.Redis)
         self.pool = server.connection_pool
         try:
-            self.conn = self.pool.get_connection()
+            self.conn: redis.Connection | None = self.pool.get_connection()
         except TypeError:  # redis-py < 5.3 wants a command name
             self.conn = self.pool.get_connection("ZADD")
         self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
         self.sent = 0
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(self.conn,), daemon=True)
         self.thread.start()
 
-    def _run(self) -> None:
+    def _run(self, conn: redis.Connection) -> None:
         while (packed := self.queue.get()) is not None:
             if self.error is None:
                 try:
-                    self.conn.send_packed_command([packed])
+                    conn.send_packed_command([packed])
                     self.sent += 1
                 except BaseException as exc:
                     self.error = exc
 
     def put(self, packed: bytes) -> None:
         if self.error is not None:
-            self.finish()
+            raise self.error
         self.queue.put(packed)
+
+    def _stop(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+
+    def _give_back(self, *, broken: bool) -> None:
+        """Return the connection to the pool, once; a broken one (or one with
+        replies nobody read) is disconnected first, so the pool reconnects it."""
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        if broken:
+            conn.disconnect()
+        self.pool.release(conn)
 
     def abort(self) -> None:
         """The caller failed half-way: stop, and drop the connection (its
         unread replies must not reach the next user of the pool)."""
         self.error = self.error or RuntimeError("aborted")
-        self.queue.put(None)
-        self.thread.join()
-        self.conn.disconnect()
-        self.pool.release(self.conn)
+        self._stop()
+        self._give_back(broken=True)
 
     def finish(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
+        self._stop()
+        broken = True
         try:
             if self.error is not None:
                 raise self.error
+            assert self.conn is not None, "finish after the connection went back"
             for _ in range(self.sent):
                 self.conn.read_response()
-        except BaseException:
-            self.conn.disconnect()
-            raise
+            broken = False
         finally:
             self.sent = 0
-            self.pool.release(self.conn)
+            self._give_back(broken=broken)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Q
@@ -108,17 +108,28 @@ def waiting_count(*, event_id: uuid.UUID | str) -> int:
     return QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.WAITING).count()
 
 
+def admission_last_ticks(*, event_ids: list[uuid.UUID]) -> dict[uuid.UUID, datetime]:
+    """When the admission tick last ran for each event (the events that never
+    ticked are left out). Every tick of a live event writes it, whatever it
+    admitted, and with or without Redis: a missing or old one means no tick
+    ran (beat or the workers down or stuck), never "nothing to admit"."""
+    rows = AdmissionState.objects.filter(
+        event_id__in=event_ids, last_tick_at__isnull=False
+    ).values_list("event_id", "last_tick_at")
+    return {event_id: at for event_id, at in rows if at is not None}
+
+
 def admission_last_tick(*, event_id: uuid.UUID | str) -> datetime | None:
-    """When the admission tick last ran for the event (an ACTIVE event's
-    every tick leaves a rate sample in Redis); None when unknown."""
-    ms = queue_store().last_tick_ms(event_id=event_id)
-    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None
+    """When the admission tick last ran for the event; None: never."""
+    return (
+        AdmissionState.objects.filter(event_id=event_id)
+        .values_list("last_tick_at", flat=True)
+        .first()
+    )
 
 
 def queue_length(*, event_id: uuid.UUID | str) -> int:
     """Customers waiting: the sorted set's size, or Postgres when Redis is
-    down or the set is missing."""
-    sizes = queue_store().sizes(event_id=event_id)
-    if sizes is not None and sizes[0]:
-        return sizes[0]
-    return waiting_count(event_id=event_id)
+    down or does not hold the whole line."""
+    waiting = queue_store().line_length(event_id=event_id)
+    return waiting if waiting is not None else waiting_count(event_id=event_id)

@@ -9,6 +9,11 @@ Keys (``fq:{<event_id>}:queue:...``):
 - ``ticks`` / ``rate``: recent admission ticks and the admission rate they give.
 - ``lock``: the event's single-flight lock (tick, reconciliation; fairqueue.locks).
 - ``shuffled``: marker that the pre-queue shuffle reached Redis.
+- ``line``: marker that the waiting set holds the whole line: set by the
+  rebuild and the reconciliation once they wrote it from Postgres, gone with
+  a wipe. Without it a rank from the set is not an answer (after a wipe the
+  set holds only who joined since): joins and position reads answer from
+  Postgres, and the next admission tick rebuilds the line.
 - ``checked``: present while the last full reconciliation is recent.
 
 Everything here can be rebuilt from Postgres (invariant 2).
@@ -37,15 +42,23 @@ class JoinAnswer:
     rank: int | None  # None: already in the admitted set (a tick beat the join's add)
     rate: float | None
     served: int | None
+    line_built: bool  # False: the rank is not an answer (the line is not rebuilt yet)
 
 
 @dataclass(frozen=True)
 class PositionAnswer:
-    rank: int | None
+    rank: int | None  # None too while the line is not rebuilt
     admitted_until_ms: int | None
     rate: float | None
     served: int | None
-    waiting_exists: bool
+
+
+@dataclass(frozen=True)
+class AdmitAnswer:
+    served: int | None  # as Redis has it; None: no counter
+    rate: float | None
+    behind: bool  # an earlier admission never reached Redis: readmit
+    line_built: bool  # False: the line marker is gone, the line needs a rebuild
 
 
 def _float(value: str | bytes | None) -> float | None:
@@ -58,7 +71,7 @@ def _int(value: str | bytes | None) -> int | None:
 
 class QueueStore(RedisStore):
     scripts_dir = Path(__file__).parent / "lua"
-    script_names = ("join", "position", "admit")
+    script_names = ("join", "position", "admit", "readmit")
 
     # --- keys -------------------------------------------------------------
     @staticmethod
@@ -93,6 +106,10 @@ class QueueStore(RedisStore):
     def shuffled_key(event_id: object) -> str:
         return event_key(event_id, "queue", "shuffled")
 
+    @staticmethod
+    def line_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "line")
+
     # --- hot path ---------------------------------------------------------
     @best_effort(False)
     def ping(self) -> bool:
@@ -103,17 +120,23 @@ class QueueStore(RedisStore):
     def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
         """Add to the waiting line, unless a tick already moved the customer to
         the admitted set (its Postgres row was committed before this add)."""
-        rank, rate, served = self.scripts["join"](
+        rank, rate, served, line = self.scripts["join"](
             keys=[
                 self.waiting_key(event_id),
                 self.rate_key(event_id),
                 self.served_key(event_id),
                 self.admitted_key(event_id),
+                self.line_key(event_id),
             ],
             args=[score, str(customer_id)],
         )
         rank = int(rank)
-        return JoinAnswer(rank=rank if rank >= 0 else None, rate=_float(rate), served=_int(served))
+        return JoinAnswer(
+            rank=rank if rank >= 0 else None,
+            rate=_float(rate),
+            served=_int(served),
+            line_built=bool(line),
+        )
 
     @best_effort(None)
     def rescore(self, *, event_id: object, customer_id: object, score: int) -> None:
@@ -122,12 +145,13 @@ class QueueStore(RedisStore):
 
     @best_effort(None)
     def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
-        rank, admitted_until, rate, served, exists = self.scripts["position"](
+        rank, admitted_until, rate, served = self.scripts["position"](
             keys=[
                 self.waiting_key(event_id),
                 self.admitted_key(event_id),
                 self.rate_key(event_id),
                 self.served_key(event_id),
+                self.line_key(event_id),
             ],
             args=[str(customer_id)],
         )
@@ -136,7 +160,6 @@ class QueueStore(RedisStore):
             admitted_until_ms=int(float(admitted_until)) if admitted_until is not None else None,
             rate=_float(rate),
             served=_int(served),
-            waiting_exists=bool(exists),
         )
 
     @best_effort(None)
@@ -167,21 +190,59 @@ class QueueStore(RedisStore):
         duration_ms: int,
         interval_ms: int,
         window_ms: int,
-    ) -> tuple[int, float]:
-        """Atomic move waiting -> admitted plus the tick sample; the served
-        counter becomes ``served`` (Postgres' count after this tick) unless it
-        is already higher. Returns (served as Redis now has it, measured rate)."""
-        served_now, rate = self.scripts["admit"](
+        sample: bool = True,
+    ) -> AdmitAnswer:
+        """Atomic move waiting -> admitted, plus the tick sample when
+        ``sample`` (the tick could admit); the served counter becomes
+        ``served`` (Postgres' count after this tick) unless it is already
+        higher, or Redis is behind (``lua/admit.lua``)."""
+        served_now, rate, behind, line = self.scripts["admit"](
             keys=[
                 self.waiting_key(event_id),
                 self.admitted_key(event_id),
                 self.served_key(event_id),
                 self.ticks_key(event_id),
                 self.rate_key(event_id),
+                self.line_key(event_id),
             ],
-            args=[expires_ms, now_ms, duration_ms, interval_ms, window_ms, served, *customer_ids],
+            args=[
+                expires_ms,
+                now_ms,
+                duration_ms,
+                interval_ms,
+                window_ms,
+                served,
+                int(sample),
+                *customer_ids,
+            ],
         )
-        return int(served_now), float(rate)
+        served_now = int(served_now)
+        return AdmitAnswer(
+            served=served_now if served_now >= 0 else None,
+            rate=_float(rate),
+            behind=bool(behind),
+            line_built=bool(line),
+        )
+
+    @best_effort(None)
+    def readmit(
+        self, *, event_id: object, members: list[tuple[str, int]], served: int
+    ) -> list[str]:
+        """Every ADMITTED entry (member, admission expiry in ms) out of the
+        line and into the admitted set, then the served counter up to
+        ``served`` (``lua/readmit.lua``), in batches. Returns the members
+        that were not in the admitted set with that expiry."""
+        keys = [self.waiting_key(event_id), self.admitted_key(event_id), self.served_key(event_id)]
+        starts = range(0, len(members), REBUILD_BATCH)
+        batches = [members[i : i + REBUILD_BATCH] for i in starts] or [[]]
+        moved: list[str] = []
+        for index, batch in enumerate(batches):
+            last = index == len(batches) - 1
+            args: list[str | int] = [served if last else -1]
+            for member, score in batch:
+                args += [member, score]
+            moved += [text(m) for m in self.scripts["readmit"](keys=keys, args=args)]
+        return moved
 
     @best_effort(None)
     def admitted_rescore(self, *, event_id: object, members: Iterable[tuple[str, int]]) -> None:
@@ -203,13 +264,6 @@ class QueueStore(RedisStore):
         return _float(self.r.get(self.rate_key(event_id)))
 
     @best_effort(None)
-    def last_tick_ms(self, *, event_id: object) -> int | None:
-        """When the event's last admission tick ran (ms), from its newest
-        rate sample; None when unknown (never ticked, or Redis wiped/down)."""
-        newest = self.r.lindex(self.ticks_key(event_id), 0)
-        return int(text(newest).split(":", 1)[0]) if newest else None
-
-    @best_effort(None)
     def shuffle_reached_redis(self, *, event_id: object) -> bool:
         """None when Redis could not be asked."""
         return bool(self.r.exists(self.shuffled_key(event_id)))
@@ -217,6 +271,26 @@ class QueueStore(RedisStore):
     @required
     def shuffle_mark(self, *, event_id: object) -> None:
         self.r.set(self.shuffled_key(event_id), "1")
+
+    @required
+    def line_built(self, *, event_id: object) -> bool:
+        """Does the waiting set hold the whole line (see ``line`` above)?"""
+        return bool(self.r.exists(self.line_key(event_id)))
+
+    @required
+    def line_mark(self, *, event_id: object) -> None:
+        """The waiting set now holds the whole line (see ``line`` above)."""
+        self.r.set(self.line_key(event_id), "1")
+
+    @best_effort(None)
+    def line_length(self, *, event_id: object) -> int | None:
+        """Customers in the waiting set; None when Redis could not be asked
+        or does not hold the whole line."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.exists(self.line_key(event_id))
+        pipe.zcard(self.waiting_key(event_id))
+        built, waiting = pipe.execute()
+        return int(waiting) if built else None
 
     # --- rebuild / reconcile ----------------------------------------------
     @best_effort(None)
@@ -311,6 +385,7 @@ class QueueStore(RedisStore):
             self.admitted_key(event_id),
             self.rate_key(event_id),
             self.ticks_key(event_id),
+            self.line_key(event_id),
         )
 
 

@@ -15,7 +15,7 @@ from events.models import Event, Organizer
 from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
-from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
+from fairqueue.errors import Busy, ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
 from fairqueue.money import GATEWAY_CURRENCIES
 from inventory.services import inventory_sync_event
@@ -238,6 +238,13 @@ def event_resume(*, event_id: uuid.UUID | str) -> Event:
 
 @transaction.atomic
 def event_end(*, event_id: uuid.UUID | str) -> Event:
+    # FOR UPDATE, not the transition's FOR NO KEY UPDATE: it waits for the
+    # joins in flight, whose INSERT holds the row FOR KEY SHARE while it
+    # checks that the event is live. Each of them either committed before
+    # this (its entry is expired with the rest of the line) or reads the
+    # event again after this commits and inserts nothing.
+    with pg_lock_timeout():
+        Event.objects.select_for_update().filter(pk=event_id).values_list("pk").first()
     event = _transition(event_id, EventStatus.ENDED)
     _broadcast(event, "ended")
 
@@ -264,6 +271,11 @@ def events_end_due(*, now: datetime | None = None) -> list[str]:
             event_end(event_id=event_id)
         except InvalidTransition:
             continue  # ended by the organizer meanwhile
+        except Busy:
+            # Its row stayed locked past the lock timeout (an admin edit, a
+            # long tick): the next run, one admission interval later, ends it.
+            logger.info("sale window closed: event %s busy, ended on the next run", event_id)
+            continue
         ended.append(str(event_id))
         logger.info("sale window closed: event %s ended", event_id)
     return ended

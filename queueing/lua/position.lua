@@ -1,12 +1,17 @@
 -- Everything the position endpoint needs about one customer, in one round trip.
--- KEYS[1] waiting zset, KEYS[2] admitted zset, KEYS[3] admission rate, KEYS[4] served counter
+-- The rank only while the line marker says the waiting set holds the whole
+-- line (after a wipe, until the rebuild, the set may hold only new joiners).
+-- KEYS[1] waiting zset, KEYS[2] admitted zset, KEYS[3] admission rate, KEYS[4] served counter,
+-- KEYS[5] line marker
 -- ARGV[1] customer id
--- Returns {rank or false, admission expiry (ms) or false, rate or false, served or false,
---          1 when the waiting set exists}
+-- Returns {rank or false, admission expiry (ms) or false, rate or false, served or false}
+local rank = false
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+end
 return {
-  redis.call('ZRANK', KEYS[1], ARGV[1]),
+  rank,
   redis.call('ZSCORE', KEYS[2], ARGV[1]),
   redis.call('GET', KEYS[3]),
   redis.call('GET', KEYS[4]),
-  redis.call('EXISTS', KEYS[1]),
 }

@@ -15,9 +15,18 @@ Postgres decides and commits first; Redis follows.
 * A crash after the commit and before the Lua move leaves customers ADMITTED
   in Postgres and still in Redis' waiting set. Nothing is over-admitted,
   because capacity is always counted in Postgres; the admission is valid for
-  the claim step (the claim statement reads it from Postgres); the position
-  endpoint hands out the token once the reconciliation (``queue_reconcile``,
-  every 30 s) has moved them, and a Redis wipe is rebuilt from Postgres.
+  the claim step (the claim statement reads it from Postgres). The next tick
+  heals it, whatever it admits itself (nobody, when the crashed tick took the
+  last slots): every tick of a live event runs the Lua step, which compares
+  Redis' served counter with Postgres' total before the tick's own batch. A
+  counter behind means a batch never reached Redis, and the tick moves every
+  ADMITTED entry (few: at most the free tickets) into the admitted set and
+  tells the customers it moved; the position endpoint hands out their token
+  from then on. The check costs nothing on a tick where Redis kept up.
+* The same Lua step tells the tick when the line marker is gone (a Redis
+  wipe): the tick then rebuilds the line from Postgres (``rebuild.py``),
+  after releasing its lock; until then joins and position reads answer from
+  Postgres.
 * The other order (pop in Redis first) would let a crash, or a Redis wipe,
   leave people admitted in Redis whom Postgres never recorded, and a second
   worker counting capacity from Redis could admit past the tickets left.
@@ -48,24 +57,27 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import EventStatus
 from events.models import Event
 from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
 from fairqueue.locks import pg_lock_timeout, redis_lock
-from fairqueue.metrics import ADMISSION_TICK_DURATION, timed
+from fairqueue.metrics import ADMISSION_TICK_DURATION, heal, timed
+from fairqueue.redis import RedisUnavailable
 from inventory.selectors import event_free_tickets
 from queueing.domain import QueueStatus, admission_capacity
 from queueing.models import QueueEntry
 from queueing.pushes import send_many
 from queueing.services.clock import (
-    ClockAnswer,
     admission_clock_advance,
+    admission_served,
     admission_served_add,
     admission_state_ensure,
 )
 from queueing.services.expiry import admissions_expire
 from queueing.services.prequeue import prequeue_shuffle, prequeue_to_redis
+from queueing.services.rebuild import queue_rebuild
 from queueing.store import queue_store
 from queueing.tokens import admission_token_issue, admission_tokens_issue
 
@@ -102,6 +114,8 @@ class TickReport:
     capacity: int = 0
     served: int | None = None
     rate: float | None = None
+    readmitted: int = 0  # moved into Redis' admitted set from Postgres (Redis was behind)
+    rebuilt: bool = False  # the line marker was gone: the line was rebuilt after the tick
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -137,33 +151,36 @@ class Admitted:
     event: Event | None
     capacity: int = 0
     rows: list[tuple[uuid.UUID, uuid.UUID]] = field(default_factory=list)  # (entry, customer)
-    expires_at: datetime | None = None
+    expires_at: datetime | None = None  # None: the tick could not admit (no capacity, not on sale)
     served: int = 0  # admitted so far, in Postgres, this tick included
+
+
+def _capacity(event: Event, now: datetime) -> int:
+    """How many the tick may admit now: none unless ACTIVE inside the sale
+    window. Every ADMITTED entry holds a slot: the lapsed ones were just
+    expired, and the ones a stopped admission clock keeps open still hold
+    theirs."""
+    if event.status != EventStatus.ACTIVE or not (event.sale_start <= now < event.sale_end):
+        return 0
+    admitted_now = QueueEntry.objects.filter(event_id=event.pk, status=QueueStatus.ADMITTED).count()
+    return admission_capacity(
+        batch_size=event.admission_batch_size,
+        max_active_admitted=event.max_active_admitted,
+        admitted_now=admitted_now,
+        free_tickets=event_free_tickets(event_id=event.pk),
+    )
 
 
 def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
     """One short transaction: lock the event row, count, admit, count served."""
     with transaction.atomic():
         event = _event_locked_for_admission(event_id)
-        if event is None or event.status != EventStatus.ACTIVE:
-            return Admitted(event)
-        if not (event.sale_start <= now < event.sale_end):
+        if event is None or event.status not in EVENT_LIVE_STATUSES:
             return Admitted(event)
         admission_state_ensure(event_id=event_id)  # before the admissions it counts
-        # Every ADMITTED entry holds a slot: the lapsed ones were just expired,
-        # and the ones a stopped admission clock keeps open still hold theirs.
-        admitted_now = QueueEntry.objects.filter(
-            event_id=event_id, status=QueueStatus.ADMITTED
-        ).count()
-        free = event_free_tickets(event_id=event_id)
-        capacity = admission_capacity(
-            batch_size=event.admission_batch_size,
-            max_active_admitted=event.max_active_admitted,
-            admitted_now=admitted_now,
-            free_tickets=free,
-        )
+        capacity = _capacity(event, now)
         if capacity == 0:
-            return Admitted(event)
+            return Admitted(event, served=admission_served(event_id=event_id))
         # Whole seconds: the admission token's expiry (JWT ``exp``) is then
         # exactly the admitted-set score, which admission_verify compares.
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
@@ -200,14 +217,25 @@ def admission_tick_event(*, event_id: uuid.UUID | str, use_lock: bool = True) ->
     report = TickReport(event_id=str(event_id))
     if not use_lock:
         _tick(event_id, report)
-        return report
-    key = queue_store().lock_key(event_id)
-    with redis_lock(key, ttl_s=_lock_ttl_s(), wait_s=_lock_wait_seconds()) as held:
-        if held is None:
-            report.skipped = "locked"
-            return report
-        _tick(event_id, report)
+    else:
+        key = queue_store().lock_key(event_id)
+        with redis_lock(key, ttl_s=_lock_ttl_s(), wait_s=_lock_wait_seconds()) as held:
+            if held is None:
+                report.skipped = "locked"
+                return report
+            _tick(event_id, report)
+    if report.rebuilt:
+        _line_rebuild(event_id)
     return report
+
+
+def _line_rebuild(event_id: uuid.UUID | str) -> None:
+    """The line marker was gone (a Redis wipe): the line back from Postgres,
+    under the event's lock (which the tick has just released)."""
+    try:
+        queue_rebuild(event_id=event_id)
+    except RedisUnavailable:
+        logger.warning("line rebuild of event=%s stopped: Redis went away", event_id)
 
 
 def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
@@ -237,7 +265,7 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
             return
         clock = admission_clock_advance(event_id=event_id, now=now, redis_up=redis_up)
     if clock.given_back:
-        _windows_given_back(event_id, clock)
+        _windows_given_back(event_id, clock.given_back)
     if clock.running:
         report.expired = admissions_expire(event_id=event_id, now=now)
     t_expire = time.perf_counter()
@@ -247,27 +275,41 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
     report.capacity = admitted.capacity
     t_pg = time.perf_counter()
     fault_point("queue.admit.after_commit")
-    if event is None or event.status != EventStatus.ACTIVE or expires_at is None:
-        report.skipped = "not_active"
+    if event is None or event.status not in EVENT_LIVE_STATUSES:
+        report.skipped = "not_live"
         return
 
-    moved = store.admit(
-        event_id=event_id,
-        customer_ids=[str(customer_id) for _, customer_id in rows],
-        served=admitted.served,
-        expires_ms=_ms(expires_at),
-        now_ms=_ms(now),
-        duration_ms=int((t_pg - started) * 1000),
-        interval_ms=int(settings.ADMISSION_INTERVAL_SECONDS * 1000),
-        window_ms=int(max(RATE_WINDOW_SECONDS, settings.ADMISSION_INTERVAL_SECONDS * 3) * 1000),
-    )
-    if moved is None:
-        # Postgres has committed the admissions; the rebuild/reconciliation
-        # moves them in Redis, and the position endpoint hands out the tokens.
+    # Every tick of a live event, admitting or not: it is also how the tick
+    # learns that Redis is behind Postgres or lost the line.
+    answer = None
+    if redis_up:
+        answer = store.admit(
+            event_id=event_id,
+            customer_ids=[str(customer_id) for _, customer_id in rows],
+            served=admitted.served,
+            expires_ms=_ms(expires_at) if expires_at is not None else 0,
+            now_ms=_ms(now),
+            duration_ms=int((t_pg - started) * 1000),
+            interval_ms=int(settings.ADMISSION_INTERVAL_SECONDS * 1000),
+            window_ms=int(max(RATE_WINDOW_SECONDS, settings.ADMISSION_INTERVAL_SECONDS * 3) * 1000),
+            sample=expires_at is not None,
+        )
+    if answer is None:
+        # Postgres has committed the admissions; the next tick that reaches
+        # Redis moves them, and the position endpoint hands out the tokens.
         report.admitted, report.served = len(rows), admitted.served
         report.skipped = "redis_unavailable"
         return
-    served, rate = moved
+    served, rate = answer.served, answer.rate
+    if answer.behind:
+        report.readmitted = _admitted_to_redis(
+            event_id, served=admitted.served, wiped=answer.served is None
+        )
+        served = admitted.served
+    report.rebuilt = not answer.line_built
+    report.served, report.rate = served, rate
+    if expires_at is None:  # nothing could be admitted: nobody to tell
+        return
     t_redis = time.perf_counter()
 
     expires_iso = expires_at.isoformat()
@@ -295,7 +337,7 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
                 "event_id": str(event_id),
                 "served": served,
                 "admitted": len(rows),
-                "rate_per_second": round(rate, 3),
+                "rate_per_second": round(rate or 0.0, 3),
             },
         )
     )
@@ -322,15 +364,12 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         )
 
 
-def _windows_given_back(event_id: uuid.UUID | str, clock: ClockAnswer) -> None:
-    """After the clock gave windows back (committed): the admitted set gets
-    the new expiries, and each customer is told their window, with a token
-    that carries it (best effort, as every push; the position endpoint
+def _tell_admitted(
+    event_id: uuid.UUID | str, entries: list[tuple[uuid.UUID, uuid.UUID, datetime]]
+) -> None:
+    """Each (entry, customer, admission expiry) is told their window, with a
+    token that carries it (best effort, as every push; the position endpoint
     answers the same)."""
-    queue_store().admitted_rescore(
-        event_id=event_id,
-        members=((str(customer_id), _ms(until)) for _, customer_id, until in clock.given_back),
-    )
     send_many(
         [
             (
@@ -347,9 +386,52 @@ def _windows_given_back(event_id: uuid.UUID | str, clock: ClockAnswer) -> None:
                     "admission_expires_at": until.isoformat(),
                 },
             )
-            for entry_id, customer_id, until in clock.given_back
+            for entry_id, customer_id, until in entries
         ]
     )
+
+
+def _windows_given_back(
+    event_id: uuid.UUID | str, given_back: list[tuple[uuid.UUID, uuid.UUID, datetime]]
+) -> None:
+    """After the clock gave windows back (committed): the admitted set gets
+    the new expiries, and each customer is told their window."""
+    queue_store().admitted_rescore(
+        event_id=event_id,
+        members=((str(customer_id), _ms(until)) for _, customer_id, until in given_back),
+    )
+    _tell_admitted(event_id, given_back)
+
+
+def _admitted_to_redis(event_id: uuid.UUID | str, *, served: int, wiped: bool) -> int:
+    """Redis missed an admission Postgres committed (a tick stopped between
+    its commit and its Lua step, or Redis lost its counter): every ADMITTED
+    entry leaves the waiting set for the admitted set, the served counter
+    catches up, and the customers it moved, who never heard of their
+    admission, are told. Returns how many it moved."""
+    rows = QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.ADMITTED).values_list(
+        "id", "customer_id", "admission_expires_at"
+    )
+    # An ADMITTED entry always has its expiry (the admitting UPDATE sets both).
+    entries = [(entry_id, customer, until) for entry_id, customer, until in rows if until]
+    moved = queue_store().readmit(
+        event_id=event_id,
+        members=[(str(customer_id), _ms(until)) for _, customer_id, until in entries],
+        served=served,
+    )
+    if not moved:
+        return 0
+    told = set(moved)
+    _tell_admitted(event_id, [entry for entry in entries if str(entry[1]) in told])
+    # After a wipe this is routine (the rebuild's share); otherwise a divergence.
+    heal("queue_rebuilt" if wiped else "queue_divergence", len(moved))
+    if not wiped:
+        logger.warning(
+            "queue divergence healed event=%s: %s admitted in Postgres, not in Redis",
+            event_id,
+            len(moved),
+        )
+    return len(moved)
 
 
 def admission_tick_all() -> list[TickReport]:

@@ -167,3 +167,11 @@ def admission_served_add(*, event_id: uuid.UUID | str, admitted: int) -> int:
             [admitted, event_id],
         )
         return int(cursor.fetchone()[0])
+
+
+def admission_served(*, event_id: uuid.UUID | str) -> int:
+    """Customers admitted so far (Postgres' count, ``AdmissionState.served``)."""
+    served = (
+        AdmissionState.objects.filter(event_id=event_id).values_list("served", flat=True).first()
+    )
+    return int(served or 0)

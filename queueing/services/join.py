@@ -1,7 +1,8 @@
 """Joining and leaving the waiting line, and where a customer stands in it.
 Postgres is written first, Redis second (invariant 2). Redis answers the hot
-questions; Postgres answers whenever Redis cannot (unreachable, wiped, or a
-customer it shows as admitted, whose token only Postgres can mint)."""
+questions; Postgres answers whenever Redis cannot (unreachable, wiped and
+not rebuilt yet, or a customer it shows as admitted, whose token only
+Postgres can mint), and once the event is no longer live."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
+from events.models import Event
 from fairqueue.db import prepared_cursor
 from fairqueue.errors import (
     AppError,
@@ -30,6 +32,7 @@ from fairqueue.errors import (
     NotFound,
     Unauthenticated,
 )
+from fairqueue.faults import fault_point
 from queueing.domain import (
     LIVE_STATUSES,
     EndReason,
@@ -130,16 +133,31 @@ def join_bar_set(bar: JoinBar | None) -> None:
     _bar = bar
 
 
+_LIVE = ", ".join(f"'{status.value}'" for status in EVENT_LIVE_STATUSES)
+
+# The event is live and its sale not over, read in the INSERT itself (the
+# join's cached event may be up to a second old). FOR KEY SHARE, the lock
+# the entry's foreign key takes anyway: it does not wait for the admission
+# tick or a sold-out flip (FOR NO KEY UPDATE), but ``event_end`` locks the
+# row FOR UPDATE, so a join either commits before the sale ends (and its
+# entry is closed with the line) or waits, reads the event again, and
+# inserts nothing.
+_EVENT_LIVE_SQL = f"""EXISTS (
+    SELECT 1 FROM {Event._meta.db_table} e
+    WHERE e.id = %(event_id)s AND e.status IN ({_LIVE}) AND e.sale_end > %(now)s
+    FOR KEY SHARE)"""  # noqa: S608  (constants of the code, no input)
+
+
 def _join_sql() -> str:
     # Named parameters throughout, so the bar's SQL can use them too. Zero
-    # rows inserted means "barred"; the partial unique index refuses a second
-    # live entry.
-    where = f"WHERE NOT ({_bar.sql})" if _bar is not None else ""
+    # rows inserted means "the sale is over" or "barred"; the partial unique
+    # index refuses a second live entry.
+    bar = f" AND NOT ({_bar.sql})" if _bar is not None else ""
     return f"""
 INSERT INTO {QueueEntry._meta.db_table}
     (id, event_id, customer_id, status, score, prequeue, joined_at)
 SELECT %(id)s, %(event_id)s, %(customer_id)s, %(status)s, %(score)s, %(prequeue)s, %(now)s
-{where}
+WHERE {_EVENT_LIVE_SQL}{bar}
 """
 
 
@@ -182,9 +200,9 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
             raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
         event_snapshot_forget(event.id)  # the event was deleted under the cache
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND) from exc
-    if not inserted:  # only the join bar makes the INSERT insert nothing
-        assert _bar is not None
-        raise _bar.error(event.id, customer_id)
+    if not inserted:
+        raise _refused(event.id, customer_id)
+    fault_point("queue.join.after_insert")
 
     store = queue_store()
     answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
@@ -196,16 +214,19 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         # (its removal was lost): drop it and join the line.
         store.release_admitted(event_id=event.id, customer_ids=[customer_id])
         answer = store.join(event_id=event.id, customer_id=customer_id, score=score)
-    if answer is None or answer.rank is None:
+    if answer is None or answer.rank is None or not answer.line_built:
         # Redis is unreachable (or still confused): the row is committed and
-        # the reconciliation re-adds it to Redis. The position still comes,
-        # from Postgres.
+        # the reconciliation re-adds it to Redis. Or Redis does not hold the
+        # whole line (wiped; the next tick rebuilds it), and a rank in what
+        # it holds would put this customer ahead of everyone before the
+        # wipe. The position still comes, from Postgres.
         if answer is None:
             admission_clock_stop(event_id=event.id)
         entry = QueueEntry(event_id=event.id, customer_id=customer_id, score=score)
         position = waiting_rank(entry=entry) + 1
-        eta, poll_after = _waiting(event, position, None)
-        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, None, poll_after)
+        rate, served = (answer.rate, answer.served) if answer is not None else (None, None)
+        eta, poll_after = _waiting(event, position, rate)
+        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, served, poll_after)
     if prequeue and timezone.now() >= event.sale_start:
         # The sale started while this pre-queue join was on its way: the
         # shuffle may have given the entry its rank after (and then written
@@ -214,6 +235,18 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
     position = answer.rank + 1
     eta, poll_after = _waiting(event, position, answer.rate)
     return JoinResult(entry_id, QueueStatus.WAITING, position, eta, answer.served, poll_after)
+
+
+def _refused(event_id: uuid.UUID, customer_id: uuid.UUID | str) -> AppError:
+    """Why the INSERT inserted nothing: the event is no longer on sale (the
+    cached event was older than its end), or the join bar."""
+    event_snapshot_forget(event_id)
+    event = event_snapshot(event_id=event_id)
+    if event is None:
+        return NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
+    if _bar is None or event.status not in EVENT_LIVE_STATUSES or event.sale_end <= timezone.now():
+        return Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
+    return _bar.error(event_id, customer_id)
 
 
 def _admitted_meanwhile(entry_id: uuid.UUID) -> bool:
@@ -284,6 +317,12 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
         raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
+    if event.status not in EVENT_LIVE_STATUSES and entry.status in LIVE_STATUSES:
+        # The line ended with the sale, whatever the entry still says (the
+        # close that expires it may not have run yet).
+        return PositionResult(
+            QueueStatus.EXPIRED, None, None, served, reason=EndReason.SALE_ENDED.value
+        )
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
         eta, poll_after = _waiting(event, position, answer.rate if answer else None)

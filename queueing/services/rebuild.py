@@ -1,12 +1,14 @@
 """Redis waiting and admitted sets from Postgres (invariant 2).
 
-``queue_rebuild`` puts back what is missing (worker start, ``rebuild_redis``);
+``queue_rebuild`` puts back what is missing (worker start, ``rebuild_redis``,
+and the admission tick that finds the line marker gone after a wipe);
 ``queue_reconcile_event`` (reconcile.py) also drops what Postgres no longer
 has (beat). Both compare sizes first, so they cost two COUNTs and two ZCARDs
 when nothing diverged, and stream the rows in pipelined batches of 10,000
-when it did. Both hold the event's admission lock while they write: rows read
-before a tick admitted someone must not put them back in the line after the
-tick moved them (issue 11, defect 4).
+when it did; then both set the line marker (the waiting set holds the whole
+line: ranks from it are answers again). Both hold the event's admission lock
+while they write: rows read before a tick admitted someone must not put them
+back in the line after the tick moved them.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def _rebuild(event_id: uuid.UUID | str) -> dict[str, int | float | str]:
     if sizes is None:
         return {"skipped": "redis_unavailable"}
     waiting_redis, admitted_redis = sizes
+    lost = not store.line_built(event_id=event_id)
     waiting_pg = count(event_id, QueueStatus.WAITING)
     admitted_pg = count(event_id, QueueStatus.ADMITTED)
     if waiting_redis < waiting_pg:
@@ -113,12 +116,17 @@ def _rebuild(event_id: uuid.UUID | str) -> dict[str, int | float | str]:
     if Event.objects.filter(pk=event_id, prequeue_shuffled_at__isnull=False).exists():
         # The scores just written are the shuffled ones.
         store.shuffle_mark(event_id=event_id)
+    # Everyone who joined since the wipe added themselves; the rows written
+    # here are everyone before: the set is the whole line.
+    store.line_mark(event_id=event_id)
     report.update(
         waiting=waiting_pg, admitted=admitted_pg, seconds=round(time.perf_counter() - started, 3)
     )
     if report["waiting_added"] or report["admitted_added"]:
-        # Both sets gone is a Redis wipe (routine); a set short of members is not.
-        wiped = waiting_redis == 0 and admitted_redis == 0
+        # A Redis wipe is routine (the line marker went with it, or both sets
+        # did; joiners since may have added themselves); a set short of
+        # members that Redis kept is not.
+        wiped = lost or (waiting_redis == 0 and admitted_redis == 0)
         missing = max(0, waiting_pg - waiting_redis) + max(0, admitted_pg - admitted_redis)
         heal("queue_rebuilt" if wiped else "queue_divergence", missing)
         level = logging.INFO if wiped else logging.WARNING

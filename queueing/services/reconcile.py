@@ -67,11 +67,14 @@ def queue_reconcile_event(
     a full pass re-sends every member and scans for stale ones. Runs under
     the admission lock so it never interleaves with a tick of the same event.
 
+    The waiting set then holds the whole line: the line marker is set (see
+    ``queueing.store``).
+
     The rows it writes were read before the writes: if the sale ended
     meanwhile (``queue_close`` deleted the sets), they would bring an ended
     line back. So after writing, it looks at the event again and drops the
-    sets of one that is no longer live (issue 11, defect 3). Raises
-    RedisUnavailable when Redis goes away midway."""
+    sets of one that is no longer live. Raises RedisUnavailable when Redis
+    goes away midway."""
     store = queue_store()
     with redis_lock(store.lock_key(event_id), ttl_s=RECONCILE_LOCK_TTL_S) as held:
         if held is None:
@@ -87,6 +90,7 @@ def queue_reconcile_event(
             (store.admitted_key(event_id), QueueStatus.ADMITTED, admitted_rows, "admitted_added"),
         )
         restored, diverged = 0, 0  # members put back into a missing set / fixed in one
+        lost = not store.line_built(event_id=event_id)  # a wipe: the sets are restored
         for key, status, rows, label in checks:
             in_pg = count(event_id, status)
             in_redis = store.size(key=key)
@@ -100,10 +104,11 @@ def queue_reconcile_event(
             report["dropped"] += dropped
             held.renew()
             # A full pass re-sends every member: what it added is what was missing.
-            if in_redis == 0:
+            if in_redis == 0 or lost:
                 restored += after
             else:
                 diverged += max(0, after - in_redis) + dropped
+        store.line_mark(event_id=event_id)
         wrote = report["waiting_added"] or report["admitted_added"]
         if wrote and not Event.objects.filter(pk=event_id, status__in=EVENT_LIVE_STATUSES).exists():
             store.drop_event(event_id=event_id)

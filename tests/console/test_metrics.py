@@ -203,11 +203,11 @@ def test_redis_failures_are_counted_through_the_failure_hook(monkeypatch, closed
 
     dead = redis.Redis(host="127.0.0.1", port=closed_port, socket_connect_timeout=0.2)
     monkeypatch.setattr(store, "_store", QueueStore(client=dead))
-    before = sample("fairqueue_redis_errors_total", operation="QueueStore.last_tick_ms")
+    before = sample("fairqueue_redis_errors_total", operation="QueueStore.rate")
 
-    assert store.queue_store().last_tick_ms(event_id="e") is None
+    assert store.queue_store().rate(event_id="e") is None
 
-    after = sample("fairqueue_redis_errors_total", operation="QueueStore.last_tick_ms")
+    after = sample("fairqueue_redis_errors_total", operation="QueueStore.rate")
     assert after == before + 1
 
 

@@ -1,5 +1,5 @@
-"""GET /readyz in-process: the admission check against real Redis tick
-samples, the worker check against the real broker (no worker runs here),
+"""GET /readyz in-process: the admission check against the ticks' real
+records, the worker check against the real broker (no worker runs here),
 and the probe's heartbeat rule. The whole thing with real processes is
 tests/console/test_stack.py."""
 
@@ -10,13 +10,15 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from console import probe
 from console.health import admission_check, workers_check
 from events.models import Event
 from queueing import services
+from queueing.models import AdmissionState
 from queueing.store import queue_store
-from tests.support.sales import on_sale
+from tests.support.sales import join, on_sale
 
 pytestmark = pytest.mark.django_db
 
@@ -25,6 +27,29 @@ def age_event(event: Event, seconds: float) -> None:
     """The event went on sale (and was last changed) ``seconds`` ago."""
     then = timezone.now() - timedelta(seconds=seconds)
     Event.objects.filter(pk=event.pk).update(sale_start=then, updated_at=then)
+
+
+def the_last_tick_ran(event: Event, seconds_ago: float) -> None:
+    """Time passes: the last tick ran ``seconds_ago`` (its records moved back:
+    the admission state's ``last_tick_at`` and its rate sample in Redis)."""
+    then = timezone.now() - timedelta(seconds=seconds_ago)
+    AdmissionState.objects.filter(event=event).update(last_tick_at=then)
+    store = queue_store()
+    newest = store.r.lindex(store.ticks_key(event.pk), 0)
+    if newest is not None:
+        _, rest = newest.split(":", 1)
+        store.r.lset(store.ticks_key(event.pk), 0, f"{int(then.timestamp() * 1000)}:{rest}")
+
+
+def last_tick_metric(client, event: Event) -> float | None:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    for family in text_string_to_metric_families(response.content.decode()):
+        if family.name == "fairqueue_admission_last_tick_timestamp_seconds":
+            for sample in family.samples:
+                if sample.labels["event"] == str(event.pk):
+                    return sample.value
+    return None
 
 
 def test_nothing_on_sale_is_ready(settings):
@@ -45,14 +70,32 @@ def test_no_tick_for_three_intervals_is_not_ready(settings):
     tier = on_sale()
     age_event(tier.event, 60)
     services.admission_tick_event(event_id=tier.event_id)
-    store = queue_store()
-    old_ms = int((time.time() - 16) * 1000)
-    store.r.lset(store.ticks_key(tier.event_id), 0, f"{old_ms}:0:1")
+    the_last_tick_ran(tier.event, seconds_ago=16)
 
     check = admission_check()
 
     assert check.startswith("error: no admission tick for over 15 s: ")
     assert f"{tier.event_id} (last tick 16 s ago)" in check
+
+
+def test_ticks_that_admit_nobody_keep_a_busy_sale_ready(client, settings):
+    """The height of a sale: every free ticket is held by an admitted
+    customer, so ticks admit nobody. They still ran: ready, and the metric
+    the stall alert reads is fresh."""
+    settings.ADMISSION_INTERVAL_SECONDS = 5
+    tier = on_sale(tickets=2)
+    age_event(tier.event, 60)
+    for _ in range(3):
+        join(tier.event)
+    assert services.admission_tick_event(event_id=tier.event_id).admitted == 2
+    the_last_tick_ran(tier.event, seconds_ago=16)
+    assert admission_check().startswith("error: no admission tick for over 15 s")
+
+    report = services.admission_tick_event(event_id=tier.event_id)
+
+    assert admission_check() == "ok"
+    assert time.time() - 5 < last_tick_metric(client, tier.event) <= time.time()
+    assert (report.capacity, report.admitted) == (0, 0)
 
 
 def test_a_never_ticked_event_gets_grace_from_going_on_sale(settings):

@@ -5,16 +5,19 @@ the position endpoint says so."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.asgi import application
 from config.celery import _beat_schedule, app
 from events.models import Event
+from events.services import events_end_due
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -80,3 +83,36 @@ def test_a_sale_whose_window_is_still_open_is_left_alone(sandbox):
     event.refresh_from_db()
     assert event.status == "ACTIVE"
     assert QueueEntry.objects.get(event=event, customer=customer).status in ("WAITING", "ADMITTED")
+
+
+def test_an_event_whose_row_stays_locked_is_ended_on_the_next_run_and_the_others_now(settings):
+    """Ending waits for the event row (FOR UPDATE, so joins in flight finish
+    first) at most the lock timeout; a row held longer (an admin edit, a long
+    tick) is left for the next run instead of stopping this one."""
+    settings.DB_LOCK_TIMEOUT_MS = 200
+    held, other = make_event(tickets=5), make_event(tickets=5)
+    Event.objects.filter(pk__in=[held.pk, other.pk]).update(
+        sale_end=timezone.now() - timedelta(seconds=1)
+    )
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        try:
+            with transaction.atomic():
+                Event.objects.select_for_update(no_key=True).get(pk=held.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        assert events_end_due() == [str(other.id)]
+        assert Event.objects.get(pk=held.pk).status == "ACTIVE"
+    finally:
+        release.set()
+        holder.join(10)
+    assert events_end_due() == [str(held.id)]
+    assert Event.objects.get(pk=held.pk).status == "ENDED"

@@ -63,6 +63,7 @@ def test_join_hot_path_is_one_statement(api, event, settings, django_assert_num_
     settings.QUEUE_EVENT_CACHE_SECONDS = 60
     headers = bearer(CustomerFactory())
     event_snapshot(event_id=event.id)  # a warm cache, as on a busy server
+    services.admission_tick_event(event_id=event.id)  # which has ticked: Redis holds the line
     # The customer's sign-out state, cached in Redis by their first request
     # (read from Postgres at most every AUTH_STATE_TTL, customers/revocation.py).
     assert api.get("/api/v1/auth/me/", **headers).status_code == 200
