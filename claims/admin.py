@@ -1,19 +1,17 @@
 """Claims in the admin: read-only, for staff granted ``claims.view_claim``
 (superusers included). A user who belongs to an organizer sees the claims of
-that organizer's events only; platform staff (in no organizer) see all
-(fairqueue/adminscope.py). Nothing is changed from here: claims move only
+that organizer's events only; platform staff see all (the tenant rule,
+fairqueue/adminscope.py). Nothing is changed from here: claims move only
 through the claims services. Money in the currency's major unit; the
 customer, event, queue entry and payments are links."""
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from fairqueue.adminscope import organizer_scope
 from fairqueue.money import money_format
 
 
@@ -55,9 +53,7 @@ class ClaimAdmin(admin.ModelAdmin):
         "confirmed_at", "released_at",
     )  # fmt: skip
     readonly_fields = fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Claim]:
-        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
+    organizer_paths = ("event__organizer_id",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,4 +1,12 @@
-"""The admin site: Django's, plus an audit line for every admin action.
+"""The admin site: Django's, with every page scoped by the tenant rule and an
+audit line for every admin action.
+
+Every ModelAdmin registered here, whichever app registered it (Django's and
+the libraries' own too), is wrapped in ``fairqueue.adminscope.TenantScoped``:
+its rows, object permissions and actions follow the one tenant rule, and a
+page that names no ``organizer_paths`` holds platform-wide rows (platform
+staff only). Registered on the site rather than in each ModelAdmin, so a page
+added later fails closed without anyone remembering to scope it.
 
 Django logs the admin's own add / change / delete in ``LogEntry`` (the
 "Recent actions" box, the object's history). Bulk actions (pause a sale,
@@ -22,6 +30,8 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.options import BaseModelAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+
+from fairqueue.adminscope import TenantScoped
 
 logger = logging.getLogger("fairqueue.admin")
 
@@ -70,5 +80,9 @@ class AdminSite(admin.AdminSite):
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
         admin_class = admin_class or admin.ModelAdmin
         if not issubclass(admin_class, LoggedActionsMixin):
-            admin_class = type(admin_class.__name__, (LoggedActionsMixin, admin_class), {})
+            # TenantScoped outermost: an action's rows are narrowed before
+            # they are logged and acted on.
+            admin_class = type(
+                admin_class.__name__, (TenantScoped, LoggedActionsMixin, admin_class), {}
+            )
         super().register(model_or_iterable, admin_class, **options)

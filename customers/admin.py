@@ -1,6 +1,8 @@
 """Customers in the admin: read-only, for staff granted ``core.view_customer``
-(superusers included). Organizer users do not get that permission: the
-customer list spans every organizer."""
+(superusers included). Which customers, by the tenant rule
+(fairqueue/adminscope.py): platform staff all; an organizer's member only the
+customers who queued for or claimed tickets of that organizer's events (the
+same people its queue entries and claims already name); anyone else none."""
 
 from django.contrib import admin
 from django.http import HttpRequest
@@ -15,6 +17,7 @@ class CustomerAdmin(admin.ModelAdmin):
     readonly_fields = ("id", "email", "created_at")
     date_hierarchy = "created_at"
     show_full_result_count = False  # no COUNT(*) over a large table on every page
+    organizer_paths = ("claims__event__organizer_id", "queue__event__organizer_id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

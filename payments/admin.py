@@ -5,9 +5,10 @@ through the services. Nothing is edited by hand; the event log is read-only
 currency's major unit.
 
 Viewing needs ``payments.view_payment``; the actions need
-``payments.change_payment`` (superusers have both). A user who belongs to an
-organizer sees the payments of that organizer's events only, platform staff
-all (fairqueue/adminscope.py).
+``payments.change_payment`` (superusers have both). Which payments, by the
+tenant rule (fairqueue/adminscope.py): a user who belongs to an organizer
+sees and acts on the payments of that organizer's events; platform staff see
+and act on all (money is their work: ``money = True``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 
-from fairqueue.adminscope import organizer_scope
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
 from payments.attention import attention_filters, payment_attention
@@ -123,8 +123,8 @@ class PaymentAdmin(admin.ModelAdmin):
     actions = ["verify_with_gateway", "fail_and_release", "refund", "mark_refunded",
                "keep_tickets"]  # fmt: skip
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
-        return organizer_scope(request, super().get_queryset(request), "claim__event__organizer_id")
+    organizer_paths = ("claim__event__organizer_id",)
+    money = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -279,10 +279,8 @@ class PaymentEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
     show_full_result_count = False
     readonly_fields = [f.name for f in PaymentEvent._meta.fields]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PaymentEvent]:
-        return organizer_scope(
-            request, super().get_queryset(request), "payment__claim__event__organizer_id"
-        )
+    organizer_paths = ("payment__claim__event__organizer_id",)
+    money = True
 
 
 @admin.register(Refund)
@@ -294,10 +292,8 @@ class RefundAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ("payment",)
     readonly_fields = [f.name for f in Refund._meta.fields]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
-        return organizer_scope(
-            request, super().get_queryset(request), "payment__claim__event__organizer_id"
-        )
+    organizer_paths = ("payment__claim__event__organizer_id",)
+    money = True
 
     @admin.display(description="amount")
     def amount_display(self, refund: Refund) -> str:
@@ -319,8 +315,11 @@ class IncidentOpenFilter(admin.SimpleListFilter):
 
 @admin.register(GatewayIncident)
 class GatewayIncidentAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Platform-wide (the merchant account is one): only for staff granted
-    ``payments.view_gatewayincident``."""
+    """Platform-wide (the merchant account is one): platform staff granted
+    ``payments.view_gatewayincident`` (no ``organizer_paths``: the tenant rule
+    shows it to nobody else)."""
+
+    money = True
 
     list_display = ("operation", "opened_at", "last_seen_at", "failures", "last_http_status",
                     "last_message", "resolved_at")  # fmt: skip
@@ -335,9 +334,7 @@ class WebhookReceiptAdmin(ReadOnlyMixin, admin.ModelAdmin):
     search_fields = ("=reference",)
     readonly_fields = [f.name for f in WebhookReceipt._meta.fields]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookReceipt]:
-        # A receipt for an unknown reference (no payment) names no organizer:
-        # platform staff only.
-        return organizer_scope(
-            request, super().get_queryset(request), "payment__claim__event__organizer_id"
-        )
+    # A receipt for an unknown reference (no payment) names no organizer:
+    # platform staff only.
+    organizer_paths = ("payment__claim__event__organizer_id",)
+    money = True

@@ -1,16 +1,15 @@
 """Queue entries in the admin: read-only, for staff granted
 ``queueing.view_queueentry`` (superusers included). Organizer users see the
-entries of their own events only, platform staff all (fairqueue/adminscope.py).
+entries of their own events only, platform staff all (the tenant rule,
+fairqueue/adminscope.py).
 Nothing is changed from here: entries move only through the queue services.
 The customer and the event are links."""
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from fairqueue.adminscope import organizer_scope
 from queueing.models import QueueEntry
 
 
@@ -34,9 +33,7 @@ class QueueEntryAdmin(admin.ModelAdmin):
         "admission_expires_at", "finished_at",
     )  # fmt: skip
     readonly_fields = fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[QueueEntry]:
-        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
+    organizer_paths = ("event__organizer_id",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from claims.domain import ticket_code_display
-from events.authentication import organizer_runs_event
+from events.authentication import runs_event
 from events.models import Event
 from storefront.qr import qr_svg, qr_svg_document
 from storefront.sale import not_found_page
@@ -58,7 +58,7 @@ def check_in_page(request: HttpRequest, event_id: str) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     event = Event.objects.filter(pk=event_id).first()
-    if event is None or not organizer_runs_event(user=request.user, event_id=event.pk):
+    if event is None or not runs_event(request, event.pk):
         return not_found_page(request, "There is no such event among the events you run.")
     config = {"api": "/api/v1/", "event_id": str(event.pk), "csrf_token": get_token(request)}
     return render(request, "tickets/check_in.html", {"event": event, "config": config})

@@ -1,7 +1,8 @@
 """Orders (claims of tickets) and buyers, as the organizer sees them: lists
 with search and filters, money in the currency's major unit, links to the
 payment pages, CSV exports, and releasing unpaid orders through the
-services. Scoped like every operational page (fairqueue/adminscope.py)."""
+services. Scoped like every page, by the tenant rule (fairqueue/adminscope.py):
+releasing an order is its organizer's (or a superuser's) to do."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from claims.domain import ClaimStatus
 from console.exports import holders_csv, orders_csv
 from console.models import Buyer, Order
 from console.services import order_release
-from fairqueue.adminscope import organizer_scope
+from fairqueue.adminscope import in_reach, may
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
 
@@ -65,12 +66,12 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
     )  # fmt: skip
     readonly_fields = fields
     actions = ["release_unpaid", "export_orders", "export_holders"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Order]:
-        return organizer_scope(request, super().get_queryset(request), "event__organizer_id")
+    organizer_paths = ("event__organizer_id",)
 
     def has_release_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("console.change_order")
+        # The action runs on the selected orders the user may change (the site
+        # narrows them); it is offered only to one who may change some.
+        return request.user.has_perm("console.change_order") and may(request, change=True)
 
     @admin.display(description="order", ordering="id")
     def short_id(self, order: Order) -> str:
@@ -148,11 +149,12 @@ class BuyerAdmin(ReadOnly, admin.ModelAdmin):
     fields = ("email", "orders", "tickets", "last_order", "created_at")
     readonly_fields = fields
     actions = ["export_orders"]
+    organizer_paths = ("claims__event__organizer_id",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Buyer]:
         """Customers with an order for one of the user's events; the counts
         only count those orders."""
-        mine = organizer_scope(request, Order.objects.all(), "event__organizer_id")
+        mine = in_reach(request, Order.objects.all(), "event__organizer_id")
         paid = Q(claims__status=ClaimStatus.CONFIRMED)
         return (
             super()
@@ -183,5 +185,5 @@ class BuyerAdmin(ReadOnly, admin.ModelAdmin):
     def export_orders(
         self, request: HttpRequest, queryset: QuerySet[Buyer]
     ) -> StreamingHttpResponse:
-        mine = organizer_scope(request, Order.objects.all(), "event__organizer_id")
+        mine = in_reach(request, Order.objects.all(), "event__organizer_id")
         return orders_csv(mine.filter(customer__in=queryset.values("pk")))

@@ -1,5 +1,6 @@
 """Organizers and their members: membership decides what a user may see, so
-only superusers change it."""
+only superusers change it. A member sees their own organizers, platform
+staff all (the tenant rule, applied by the site)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from console.admin.scope import organizer_ids
 from events.models import Organizer
 
 
@@ -16,12 +16,10 @@ class OrganizerAdmin(admin.ModelAdmin):
     list_display = ("name", "member_count", "created_at")
     search_fields = ("name",)
     filter_horizontal = ("members",)
+    organizer_paths = ("id",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Organizer]:
-        qs = super().get_queryset(request).annotate(member_count_n=Count("members"))
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(id__in=organizer_ids(request))
+        return super().get_queryset(request).annotate(member_count_n=Count("members"))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser

@@ -12,9 +12,9 @@ from django.utils.html import format_html
 
 from claims.selectors import tier_ticket_counts
 from console.admin.forms import TierInlineForm
-from console.admin.scope import manages, organizer_ids
 from events.domain import EventStatus
 from events.models import Event, TicketTier, TierKind
+from fairqueue.adminscope import in_reach, may
 
 
 class TicketTierInline(admin.TabularInline):
@@ -32,17 +32,20 @@ class TicketTierInline(admin.TabularInline):
     def get_extra(self, request: HttpRequest, obj: Event | None = None, **kwargs: Any) -> int:
         return 1 if obj is None else 0
 
+    # Inlines are not registered on the site: the tenant rule is asked here,
+    # about the event the tiers belong to.
     def get_queryset(self, request: HttpRequest) -> QuerySet[TicketTier]:
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(event__organizer__in=organizer_ids(request))
+        return in_reach(request, super().get_queryset(request), "event__organizer_id")
+
+    def _may(self, request: HttpRequest, obj: Event | None, *, change: bool) -> bool:
+        return may(request, obj.organizer_id if obj is not None else None, change=change)
 
     def _editable(self, request: HttpRequest, obj: Event | None) -> bool:
-        return manages(request, obj) and (obj is None or obj.status != EventStatus.ENDED)
+        ended = obj is not None and obj.status == EventStatus.ENDED
+        return self._may(request, obj, change=True) and not ended
 
     def has_view_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
-        return super().has_view_permission(request, obj) and manages(request, obj)
+        return super().has_view_permission(request, obj) and self._may(request, obj, change=False)
 
     def has_add_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
         return super().has_add_permission(request, obj) and self._editable(request, obj)
@@ -53,7 +56,8 @@ class TicketTierInline(admin.TabularInline):
     def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
         # Only a draft's tiers may go: nobody can hold their tickets yet.
         draft = obj is None or obj.status == EventStatus.DRAFT
-        return super().has_delete_permission(request, obj) and manages(request, obj) and draft
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and self._may(request, obj, change=True) and draft
 
     def _count(self, tier: TicketTier, name: str) -> int | str:
         if tier._state.adding:  # an empty row (the UUID pk exists before saving)

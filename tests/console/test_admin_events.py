@@ -144,7 +144,7 @@ def test_a_staff_user_without_organizer_sees_nothing_and_cannot_add(org_b):
     organizer.members.remove(user)
     event_of(org_b[2])
 
-    assert list(client.get(LIST_URL).context["cl"].result_list) == []
+    assert client.get(LIST_URL).status_code == 403  # no event is theirs: no page either
     assert client.get(ADD_URL).status_code == 403
 
 

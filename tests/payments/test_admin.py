@@ -4,11 +4,12 @@ go through the services and land in the append-only log."""
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
+from fairqueue.adminscope import PLATFORM_STAFF_GROUP
 from payments.models import Payment, PaymentEvent
 from tests.support.factories import UserFactory, bearer
 from tests.support.payments import (
@@ -146,6 +147,7 @@ def test_mark_refunded_only_from_refund_required(api, staff, sandbox):
 
 def test_viewing_staff_cannot_act(api, client, sandbox):
     viewer = UserFactory(username="viewer")
+    viewer.groups.add(Group.objects.get_or_create(name=PLATFORM_STAFF_GROUP)[0])
     viewer.user_permissions.add(
         Permission.objects.get(codename="view_payment"),
         Permission.objects.get(codename="view_paymentevent"),
