@@ -60,6 +60,7 @@ from customers.revocation import auth_state_warm
 from customers.throttling import rate_limit_hit, rates_parse
 from customers.tokens import customer_token_issue
 from fairqueue.errors import AppError, Busy, ErrorCode, Forbidden, RateLimited
+from fairqueue.locks import sign_in_code_lock
 
 logger = logging.getLogger(__name__)
 
@@ -196,11 +197,10 @@ def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
     # durable: the attempt counter must really be committed before we answer,
     # never rolled back with some caller's outer transaction.
     with transaction.atomic(durable=True):
-        otp = (
-            OneTimeCode.objects.select_for_update()
-            .filter(email=email, nonce_hash=_nonce_hash(nonce))
-            .order_by("-created_at", "-id")
-            .first()
+        otp = sign_in_code_lock(
+            OneTimeCode.objects.filter(email=email, nonce_hash=_nonce_hash(nonce)).order_by(
+                "-created_at", "-id"
+            )
         )
         if otp is None or otp.consumed_at is not None:
             error = AppError(

@@ -1,8 +1,15 @@
-"""Every lock FairQueue takes, in one module. The lock order (which lock may be
-held while taking which) is written in docs/CONCURRENCY.md.
+"""Every lock FairQueue takes, in one module, with the order they are taken in.
 
 Three kinds:
 
+- **Postgres row locks**: the locks correctness rests on. Every blocking one
+  is taken by a named helper below (``event_row_lock``, ``claim_row_lock``,
+  ...), which waits no longer than the lock timeout (``pg_lock_timeout``):
+  a longer wait is "busy, retry" (503 + Retry-After), never a hang. The app
+  says which rows (a queryset); the helper says how they are locked. No
+  other module calls ``select_for_update`` or writes a ``FOR UPDATE`` clause
+  (tests/fairqueue/test_lock_rule.py reads the source), except the batch scans that
+  never wait (``SKIP LOCKED``), which the test names one by one.
 - **Redis locks** (redis-py's ``Lock``: an owner token, a TTL, released only
   by its owner): single-flight of periodic work, per task (``single_flight``)
   or per event (``redis_lock``). They only turn duplicate work away early;
@@ -10,9 +17,31 @@ Three kinds:
 - **Postgres advisory locks**: the single flight of periodic tasks while
   Redis is unreachable, so beat tasks keep running through a Redis outage.
   Session locks: a worker that dies drops its connection and with it the lock.
-- **Postgres row locks** (``SELECT ... FOR UPDATE``, conditional UPDATEs): the
-  locks correctness rests on. Taken inside ``pg_lock_timeout``, a wait is
-  bounded and a timeout is "busy, retry" (503 + Retry-After), never a hang.
+
+The lock order (docs/CONCURRENCY.md says why). A transaction takes row locks
+down a branch, never back up; a lock it already holds may be taken again.
+
+    task lock (Redis + advisory)
+      event admission lock (Redis)
+        event row                          event_row_lock
+          AdmissionState row               admission_state_lock
+          tier row                         tier_row_lock (with_event: both, one statement)
+            ticket rows                    provisioning (SKIP LOCKED)
+    payment row                            payment_row_lock
+      refund row                           refund_row_lock
+      claim row                            claim_row_lock
+        ticket rows, ascending id          ticket_rows_lock (re-instate)
+        seat rows, ascending id            seat_rows_lock (re-instate)
+    claim row                              claim_row_lock (starting a payment, releasing an order)
+      new payment row (insert)
+    new claim row (insert)
+      seat rows, ascending id              seat_rows_lock (a claim of chosen seats)
+    sign-in code row                       sign_in_code_lock (nothing else in its transaction)
+
+The event row is taken again (sold out, back on sale) only after the claim,
+payment or ticket rows that led there have committed, in a transaction of its
+own; ticket and seat rows always in ascending id, so two takers never wait on
+each other crosswise.
 
 This module is the store of the Redis locks and follows the Redis-failure
 rule of ``fairqueue.redis``: no caller ever sees a ``RedisError``. An
@@ -29,10 +58,11 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import OperationalError, connection
+from django.db.models import QuerySet
 from redis.exceptions import LockError
 from redis.lock import Lock
 
@@ -43,12 +73,27 @@ logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Row = TypeVar("Row")
 
 # Postgres' SQLSTATE for "lock_timeout expired" (lock_not_available).
 _LOCK_NOT_AVAILABLE = "55P03"
 
 
 # --- Postgres row locks ---------------------------------------------------------
+
+# Set on the connection while a ``pg_lock_timeout`` block runs: a row lock
+# taken inside it waits under that block's limit (no statement to set it again).
+_IN_FORCE = "fq_lock_timeout_in_force"
+
+
+@contextmanager
+def _busy_on_timeout() -> Iterator[None]:
+    try:
+        yield
+    except OperationalError as exc:
+        if getattr(getattr(exc, "__cause__", None), "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+            raise Busy("Someone else is changing this right now; retry shortly.") from exc
+        raise
 
 
 @contextmanager
@@ -66,14 +111,105 @@ def pg_lock_timeout(ms: int | None = None) -> Iterator[None]:
             [f"{int(limit)}ms"],
         )
         previous = cursor.fetchone()[0]
+    depth = getattr(connection, _IN_FORCE, 0)
+    setattr(connection, _IN_FORCE, depth + 1)
     try:
-        yield
-    except OperationalError as exc:
-        if getattr(getattr(exc, "__cause__", None), "sqlstate", None) == _LOCK_NOT_AVAILABLE:
-            raise Busy("Someone else is changing this right now; retry shortly.") from exc
-        raise
+        with _busy_on_timeout():
+            yield
+    finally:
+        setattr(connection, _IN_FORCE, depth)
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+
+
+def _bounded(take: Callable[[], T]) -> T:
+    """Run a locking statement under the lock timeout: the block's already
+    in force, or one of its own."""
+    if getattr(connection, _IN_FORCE, 0):
+        with _busy_on_timeout():
+            return take()
+    with pg_lock_timeout():
+        return take()
+
+
+def _of(rows: QuerySet[Any, Any], label: str, helper: str) -> None:
+    """A helper locks the rows its name says (the app label of the model)."""
+    found = rows.model._meta.concrete_model._meta.label
+    if found != label:
+        raise TypeError(f"{helper} locks {label} rows, not {found}")
+
+
+def _one(rows: QuerySet[Any, Row], label: str, helper: str, **how: Any) -> Row | None:
+    _of(rows, label, helper)
+    return _bounded(lambda: rows.select_for_update(**how).first())
+
+
+def event_row_lock(events: QuerySet[Any, Row], *, no_key: bool = False) -> Row | None:
+    """The event's row (``FOR UPDATE``; ``no_key``: ``FOR NO KEY UPDATE``,
+    which lets the joins' inserts, whose foreign key takes ``FOR KEY SHARE``,
+    go on). None when there is no such event."""
+    return _one(events, "events.Event", "event_row_lock", no_key=no_key, of=("self",))
+
+
+def admission_state_lock(states: QuerySet[Any, Row]) -> Row | None:
+    """An event's AdmissionState row (the tick's clock step, under the event row)."""
+    return _one(states, "queueing.AdmissionState", "admission_state_lock", of=("self",))
+
+
+def tier_row_lock(tiers: QuerySet[Any, Row], *, with_event: bool = False) -> Row | None:
+    """A tier's row; ``with_event``: its event's row too, in the same
+    statement (``tiers`` must ``select_related("event")``)."""
+    of = ("self", "event") if with_event else ("self",)
+    return _one(tiers, "events.TicketTier", "tier_row_lock", of=of)
+
+
+def payment_row_lock(payments: QuerySet[Any, Row]) -> Row | None:
+    """A payment's row: every change of a payment and of what hangs on it
+    (its claim, its refunds) starts here."""
+    return _one(payments, "payments.Payment", "payment_row_lock", of=("self",))
+
+
+def refund_row_lock(refunds: QuerySet[Any, Row]) -> Row | None:
+    """A refund's row, under its payment's row."""
+    return _one(refunds, "payments.Refund", "refund_row_lock", of=("self",))
+
+
+def claim_row_lock(claims: QuerySet[Any, Row]) -> Row | None:
+    """A claim's row (not the rows it joins for reading, e.g. its customer)."""
+    return _one(claims, "claims.Claim", "claim_row_lock", of=("self",))
+
+
+def _in_id_order(
+    rows: QuerySet[Any, Row], *, limit: int | None = None, skip_locked: bool = False
+) -> list[Row]:
+    ordered = rows.order_by("pk")
+    if limit is not None:
+        ordered = ordered[:limit]
+    locked = ordered.select_for_update(skip_locked=skip_locked, of=("self",))
+    if skip_locked:  # never waits: no lock timeout to set
+        return list(locked)
+    return _bounded(lambda: list(locked))
+
+
+def ticket_rows_lock(tickets: QuerySet[Any, Row], *, limit: int) -> list[Row]:
+    """Up to ``limit`` ticket rows, locked in ascending id, waiting for rows
+    that claims in flight hold (a row taken meanwhile drops out: READ
+    COMMITTED re-checks it). The caller holds no ticket row of the tier yet."""
+    _of(tickets, "inventory.Ticket", "ticket_rows_lock")
+    return _in_id_order(tickets, limit=limit)
+
+
+def seat_rows_lock(seats: QuerySet[Any, Row], *, skip_locked: bool = False) -> list[Row]:
+    """Seat rows (a reserved tier's ticket rows), locked in ascending id;
+    waits for seats that claims in flight hold unless ``skip_locked`` (then
+    they are left out)."""
+    _of(seats, "inventory.Ticket", "seat_rows_lock")
+    return _in_id_order(seats, skip_locked=skip_locked)
+
+
+def sign_in_code_lock(codes: QuerySet[Any, Row]) -> Row | None:
+    """A sign-in code's row, while an attempt is counted or the code consumed."""
+    return _one(codes, "core.OneTimeCode", "sign_in_code_lock", of=("self",))
 
 
 # --- Redis locks ----------------------------------------------------------------

@@ -23,18 +23,10 @@ from itertools import islice
 from django.db import connection, transaction
 
 from fairqueue.errors import Busy, InvalidInput
+from fairqueue.locks import seat_rows_lock
 from inventory.models import Ticket
 from inventory.seating import Seat, best_available, rank_rows
 from inventory.services import TABLE
-
-# The chosen seats of a tier that are free, locked in id order (the row
-# locks are taken in the order the rows leave the sort). READ COMMITTED
-# re-checks a row it waited for: a seat taken meanwhile drops out.
-_LOCK_SEATS_SQL = f"""
-SELECT label FROM {TABLE}
-WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
-ORDER BY id
-FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, values are parameters)
 
 _FREE_SQL = f"""
 SELECT label FROM {TABLE}
@@ -87,10 +79,18 @@ def seats_lock(
     keeps none locked: a savepoint rolls back) otherwise. Waits for seats
     locked by claims in flight unless ``skip_locked`` (then they count as
     taken). Must run inside a transaction (with a lock timeout)."""
-    sql = _LOCK_SEATS_SQL.format(skip="SKIP LOCKED" if skip_locked else "")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, [tier_id, list(labels)])
-        got = {row[0] for row in cursor.fetchall()}
+    # The chosen seats that are free, locked in id order (fairqueue/locks.py).
+    # READ COMMITTED re-checks a row it waited for: a seat taken meanwhile drops out.
+    chosen = Ticket.objects.filter(
+        tier_id=tier_id, label__in=list(labels), claim__isnull=True, blocked=False
+    )
+    with transaction.atomic():
+        got = {
+            str(label)
+            for label in seat_rows_lock(
+                chosen.values_list("label", flat=True), skip_locked=skip_locked
+            )
+        }
         if len(got) < len(set(labels)):
             raise SeatsTaken(sorted(set(labels) - got))
     return sorted(got)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from fairqueue.errors import InvalidInput
+from fairqueue.locks import ticket_rows_lock
 from fairqueue.metrics import heal
 from inventory.models import Ticket
 from inventory.selectors import free_tickets_by_tier
@@ -25,30 +26,20 @@ _FREE_OF_TIER = f"""
     SELECT id FROM {TABLE}
     WHERE tier_id = %s AND claim_id IS NULL AND NOT blocked"""  # noqa: S608
 
-# Up to N free tickets of a tier, locked. With SKIP LOCKED, concurrent claims
-# lock different rows instead of queueing on one counter row; MATERIALIZED
-# keeps the locking SELECT evaluated exactly once. A CTE fragment named
-# ``picked``: ``tickets_take`` uses it, and claims composes it with the INSERT
-# of the claim itself (one statement on the claim's hot path).
+# Up to N free tickets of a tier, locked without waiting: concurrent claims
+# lock different rows instead of queueing on one counter row (SKIP LOCKED
+# never waits, so it is outside the lock order of fairqueue/locks.py);
+# MATERIALIZED keeps the locking SELECT evaluated exactly once. A CTE
+# fragment named ``picked``: ``tickets_take`` uses it, and claims composes it
+# with the INSERT of the claim itself (one statement on the claim's hot path).
 PICK_FREE_SQL = f"""
 picked AS MATERIALIZED ({_FREE_OF_TIER}
     LIMIT %s
-    FOR UPDATE {{skip}}
-)"""
-
-# The take that waits for rows locked by claims in flight locks them in
-# ascending id, the one order of every waiting lock on ticket rows (seats
-# too, ``inventory.seats``): two waiting takes that hold no ticket row when
-# they start never hold rows the other waits for.
-_PICK_FREE_WAITING_SQL = f"""
-picked AS MATERIALIZED ({_FREE_OF_TIER}
-    ORDER BY id
-    LIMIT %s
-    FOR UPDATE
+    FOR UPDATE SKIP LOCKED
 )"""
 
 _TAKE_SQL = f"""
-WITH {{pick}}
+WITH {PICK_FREE_SQL}
 UPDATE {TABLE} AS t SET claim_id = %s
 FROM picked WHERE t.id = picked.id
 """  # noqa: S608  (the table name comes from the model, values are parameters)
@@ -63,13 +54,15 @@ def tickets_take(
 ) -> int:
     """Give up to ``quantity`` free tickets of the tier to an existing claim;
     returns how many it got. Must run inside the claim's transaction. Without
-    ``skip_locked`` it waits for rows claims in flight hold, locking in
-    ascending id; the caller must then hold no ticket row of the tier (and
-    bound the wait with ``pg_lock_timeout``)."""
-    pick = PICK_FREE_SQL.format(skip="SKIP LOCKED") if skip_locked else _PICK_FREE_WAITING_SQL
-    sql = _TAKE_SQL.format(pick=pick)
+    ``skip_locked`` it waits (under the lock timeout) for rows claims in
+    flight hold, locking in ascending id (``ticket_rows_lock``); the caller
+    must then hold no ticket row of the tier."""
+    if not skip_locked:
+        free = Ticket.objects.filter(tier_id=tier_id, claim__isnull=True, blocked=False)
+        ids = ticket_rows_lock(free.values_list("id", flat=True), limit=quantity)
+        return Ticket.objects.filter(id__in=ids).update(claim_id=claim_id)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [tier_id, quantity, claim_id])
+        cursor.execute(_TAKE_SQL, [tier_id, quantity, claim_id])
         taken: int = cursor.rowcount
     return taken
 

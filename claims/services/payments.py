@@ -14,7 +14,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from fairqueue.errors import ErrorCode, NotFound
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import claim_row_lock
 
 
 def claim_lock(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str | None = None) -> Claim:
@@ -23,11 +23,10 @@ def claim_lock(*, claim_id: uuid.UUID | str, customer_id: uuid.UUID | str | None
     someone else's claim is as unknown as a missing one."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("claim_lock needs the caller's transaction")
-    lookup = Claim.objects.select_for_update().select_related("customer").filter(pk=claim_id)
+    lookup = Claim.objects.select_related("customer").filter(pk=claim_id)
     if customer_id is not None:
         lookup = lookup.filter(customer_id=customer_id)
-    with pg_lock_timeout():
-        claim = lookup.first()
+    claim = claim_row_lock(lookup)
     if claim is None:
         raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
     return claim

@@ -16,7 +16,7 @@ from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
 from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import Busy, ErrorCode, InvalidInput, InvalidTransition, NotFound
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import event_row_lock
 from fairqueue.money import GATEWAY_CURRENCIES
 from inventory.services import inventory_sync_event
 
@@ -150,8 +150,7 @@ def event_update(*, event_id: uuid.UUID | str, **changes: object) -> Event:
     unknown = sorted(set(changes) - EVENT_EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput("These fields cannot be changed.", details={"fields": unknown})
-    with pg_lock_timeout():
-        event = Event.objects.select_for_update().filter(pk=event_id).first()
+    event = event_row_lock(Event.objects.filter(pk=event_id))
     if event is None:
         raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
     if event.status == EventStatus.ENDED:
@@ -243,8 +242,7 @@ def event_end(*, event_id: uuid.UUID | str) -> Event:
     # checks that the event is live. Each of them either committed before
     # this (its entry is expired with the rest of the line) or reads the
     # event again after this commits and inserts nothing.
-    with pg_lock_timeout():
-        Event.objects.select_for_update().filter(pk=event_id).values_list("pk").first()
+    event_row_lock(Event.objects.filter(pk=event_id).values_list("pk"))
     event = _transition(event_id, EventStatus.ENDED)
     _broadcast(event, "ended")
 

@@ -25,7 +25,7 @@ from events.models import Event
 from events.selectors import events_live
 from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import Busy
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import event_row_lock
 from inventory.selectors import event_has_free_ticket
 from inventory.services import inventory_sync_event
 
@@ -33,13 +33,10 @@ logger = logging.getLogger(__name__)
 
 
 def _locked_status(event_id: uuid.UUID | str) -> str | None:
-    with pg_lock_timeout():
-        return (
-            Event.objects.select_for_update(no_key=True)
-            .filter(pk=event_id)
-            .values_list("status", flat=True)
-            .first()
-        )
+    status: str | None = event_row_lock(
+        Event.objects.filter(pk=event_id).values_list("status", flat=True), no_key=True
+    )
+    return status
 
 
 def _flip(

@@ -15,7 +15,7 @@ from events.domain import EventStatus
 from events.models import TicketTier, TierKind
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import tier_row_lock
 from inventory.seating import Seat, SeatChange, SeatStatus, grid_rows, parse_seat_rows
 from inventory.seatmap import seat_map_changed, seats_changed_on_commit
 from inventory.seats import seats_replace, seats_set_blocked
@@ -105,13 +105,7 @@ def seats_block(
 
 
 def _tier_locked(tier_id: uuid.UUID | str) -> TicketTier:
-    with pg_lock_timeout():
-        tier = (
-            TicketTier.objects.select_for_update(of=("self",))
-            .select_related("event")
-            .filter(pk=tier_id)
-            .first()
-        )
+    tier = tier_row_lock(TicketTier.objects.select_related("event").filter(pk=tier_id))
     if tier is None:
         raise NotFound("No such tier.", code=ErrorCode.TIER_NOT_FOUND)
     return tier

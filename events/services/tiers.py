@@ -11,7 +11,7 @@ from events.domain import EventStatus
 from events.models import Event, TicketTier, TierKind
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import tier_row_lock
 from inventory.seating import grid
 from inventory.seats import seats_replace
 from inventory.services import inventory_sync_event, tickets_provision
@@ -63,8 +63,7 @@ def tier_provision_tickets(*, tier: TicketTier) -> None:
     with transaction.atomic():
         # Two saves of one tier must not both count N rows and both add the
         # difference (more Ticket rows than inventory = oversell): one at a time.
-        with pg_lock_timeout():
-            TicketTier.objects.select_for_update().filter(pk=tier.pk).values_list("pk").first()
+        tier_row_lock(TicketTier.objects.filter(pk=tier.pk).values_list("pk"))
         tickets_provision(tier_id=tier.pk, inventory=tier.inventory)
     if tier.event.status != EventStatus.DRAFT:
         transaction.on_commit(lambda: inventory_sync_event(event_id=tier.event_id), robust=True)
@@ -116,13 +115,9 @@ def tier_update(
 ) -> TicketTier:
     """Change a tier; its ticket rows follow the new inventory (never below
     the tickets already held)."""
-    with pg_lock_timeout():
-        tier = (
-            TicketTier.objects.select_for_update()
-            .select_related("event")
-            .filter(pk=tier_id)
-            .first()
-        )
+    tier = tier_row_lock(
+        TicketTier.objects.select_related("event").filter(pk=tier_id), with_event=True
+    )
     if tier is None:
         raise NotFound("No such tier.", code=ErrorCode.TIER_NOT_FOUND)
     if tier.kind == TierKind.RESERVED and inventory != tier.inventory:

@@ -1,7 +1,7 @@
 """What the gateway's answers do to a payment and its claim.
 
 Every function here runs inside the caller's short transaction, with the
-payment row locked (``select_for_update``): the payment and the claim change
+payment row locked (``payment_lock``): the payment and the claim change
 together or not at all.
 """
 
@@ -16,7 +16,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
 from claims.services import claim_confirm, claim_lock, claim_reinstate, claim_release
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import payment_row_lock, refund_row_lock
 from payments.domain import (
     LIVE_STATUSES,
     SETTLED_STATUSES,
@@ -27,7 +27,7 @@ from payments.domain import (
     mismatch_reason,
     verify_outcome,
 )
-from payments.models import Payment
+from payments.models import Payment, Refund
 from payments.paystack import VerifyAnswer
 from payments.services.disputes import dispute_mark
 from payments.services.records import payment_log, payment_transition
@@ -40,8 +40,18 @@ P = PaymentStatus
 def payment_lock(*, payment_id: uuid.UUID | str) -> Payment:
     """The payment row, locked until the caller's transaction ends (a wait
     past the lock timeout is 503 busy)."""
-    with pg_lock_timeout():
-        return Payment.objects.select_for_update().get(pk=payment_id)
+    payment = payment_row_lock(Payment.objects.filter(pk=payment_id))
+    if payment is None:
+        raise Payment.DoesNotExist(f"no payment {payment_id}")
+    return payment
+
+
+def refund_lock(*, refund_id: uuid.UUID | str) -> Refund:
+    """A refund's row, under its payment's (the caller locked that first)."""
+    refund = refund_row_lock(Refund.objects.filter(pk=refund_id))
+    if refund is None:
+        raise Refund.DoesNotExist(f"no refund {refund_id}")
+    return refund
 
 
 def apply_success(

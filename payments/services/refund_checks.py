@@ -30,7 +30,7 @@ from payments.paystack import (
     RefundAnswer,
 )
 from payments.services.incidents import gateway_incident_record
-from payments.services.outcomes import payment_lock
+from payments.services.outcomes import payment_lock, refund_lock
 from payments.services.records import lease_seconds, payment_log
 from payments.services.refunds import payment_refund_auto, refund_apply, refund_send
 
@@ -98,7 +98,7 @@ def refund_reconcile(*, refund_id: uuid.UUID) -> str:
         return "refund_check:unknown"
     with transaction.atomic():
         locked_payment = payment_lock(payment_id=payment.pk)
-        locked = Refund.objects.select_for_update().get(pk=refund.pk)
+        locked = refund_lock(refund_id=refund.pk)
         status = refund_apply(
             payment=locked_payment,
             refund=locked,

@@ -27,8 +27,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.models import Claim
-from claims.services import claim_release
+from claims.services import claim_lock, claim_release
 from fairqueue.errors import InvalidInput, InvalidTransition
 from fairqueue.money import money_format
 from payments.domain import (
@@ -46,7 +45,7 @@ from payments.models import Payment, Refund
 from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient
 from payments.services.disputes import dispute_mark
 from payments.services.incidents import gateway_incident_record, gateway_incident_resolve
-from payments.services.outcomes import payment_lock
+from payments.services.outcomes import payment_lock, refund_lock
 from payments.services.records import lease_seconds, payment_log, payment_transition
 
 logger = logging.getLogger(__name__)
@@ -159,7 +158,7 @@ def refund_open_locked(
     if source == P.CONFIRMED:
         # The purchase is cancelled: its tickets go back on sale now (and any
         # ticket issued for it is voided with the claim), not when the money lands.
-        claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+        claim = claim_lock(claim_id=payment.claim_id)
         if claim.status == ClaimStatus.CONFIRMED:
             claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
     if payment.dispute in DISPUTE_NEEDS_STAFF:
@@ -197,7 +196,7 @@ def refund_send(*, refund_id: uuid.UUID, actor: str) -> str:
             return "blocked"
         with transaction.atomic():
             payment = payment_lock(payment_id=payment.pk)
-            refund = Refund.objects.select_for_update().get(pk=refund.pk)
+            refund = refund_lock(refund_id=refund.pk)
             refund_apply(
                 payment=payment,
                 refund=refund,
@@ -208,7 +207,7 @@ def refund_send(*, refund_id: uuid.UUID, actor: str) -> str:
         return "failed"
     with transaction.atomic():
         payment = payment_lock(payment_id=payment.pk)
-        refund = Refund.objects.select_for_update().get(pk=refund.pk)
+        refund = refund_lock(refund_id=refund.pk)
         payment_log(
             payment=payment,
             kind=EventKind.REFUND_ANSWER,

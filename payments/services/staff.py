@@ -9,8 +9,7 @@ from django.db import transaction
 from django.db.models import F
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.models import Claim
-from claims.services import claim_release
+from claims.services import claim_lock, claim_release
 from fairqueue.errors import InvalidInput, InvalidTransition
 from payments.domain import DISPUTE_NEEDS_STAFF, LIVE_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, Refund
@@ -99,7 +98,7 @@ def payment_mark_refunded(*, payment_id: uuid.UUID, actor: str, note: str = "") 
             refunded_amount=F("refunded_amount") + returned
         )
         if source == P.CONFIRMED:
-            claim = Claim.objects.select_for_update().get(pk=payment.claim_id)
+            claim = claim_lock(claim_id=payment.claim_id)
             if claim.status == ClaimStatus.CONFIRMED:
                 claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
         dispute_close(payment=payment, actor=actor, note="money returned")

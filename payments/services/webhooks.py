@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import payment_row_lock, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import (
     OPEN_REFUND_STATUSES,
@@ -169,8 +169,7 @@ def _apply(
     body: bytes,
 ) -> WebhookOutcome:
     with transaction.atomic():
-        with pg_lock_timeout():
-            payment = Payment.objects.select_for_update().filter(reference=reference).first()
+        payment = payment_row_lock(Payment.objects.filter(reference=reference))
         if payment is None:
             # Not ours (another integration on the same gateway account):
             # answer 200 so the gateway does not retry it for days.
@@ -227,10 +226,10 @@ def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None
     status = event.split(".", 1)[1]
     gateway_id = str(data.get("id") or "")[:64]
     amount = _amount(data.get("amount"))
-    refunds = Refund.objects.select_for_update().filter(payment=payment)
-    refund = refunds.filter(gateway_refund_id=gateway_id).first() if gateway_id else None
+    refunds = Refund.objects.filter(payment=payment)
+    refund = refund_row_lock(refunds.filter(gateway_refund_id=gateway_id)) if gateway_id else None
     if refund is None:
-        refund = refunds.filter(status__in=OPEN_REFUND_STATUSES).first()
+        refund = refund_row_lock(refunds.filter(status__in=OPEN_REFUND_STATUSES))
     if refund is None and payment.status in UNPAID_STATUSES:
         payment_transition(
             payment=payment,

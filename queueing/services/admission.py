@@ -62,7 +62,7 @@ from events.domain import EventStatus
 from events.models import Event
 from fairqueue.broadcast import customer_group, event_group
 from fairqueue.faults import fault_point
-from fairqueue.locks import pg_lock_timeout, redis_lock
+from fairqueue.locks import event_row_lock, redis_lock
 from fairqueue.metrics import ADMISSION_TICK_DURATION, heal, timed
 from fairqueue.redis import RedisUnavailable
 from inventory.selectors import event_free_tickets
@@ -142,8 +142,7 @@ def _event_locked_for_admission(event_id: uuid.UUID | str) -> Event | None:
     until the admitting transaction commits (``FOR NO KEY UPDATE`` so joins,
     whose foreign key takes ``FOR KEY SHARE``, are not blocked). A wait past
     ``DB_LOCK_TIMEOUT_MS`` is Busy: the tick of this event is skipped."""
-    with pg_lock_timeout():
-        return Event.objects.select_for_update(no_key=True).filter(pk=event_id).first()
+    return event_row_lock(Event.objects.filter(pk=event_id), no_key=True)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from fairqueue.errors import Busy
-from fairqueue.locks import pg_lock_timeout
+from fairqueue.locks import admission_state_lock, pg_lock_timeout
 from queueing.domain import QueueStatus
 from queueing.models import AdmissionState, QueueEntry
 
@@ -118,8 +118,8 @@ def admission_clock_advance(
     if not connection.in_atomic_block:
         raise RuntimeError("admission_clock_advance runs inside the tick's transaction")
     admission_state_ensure(event_id=event_id)
-    with pg_lock_timeout():
-        state = AdmissionState.objects.select_for_update().get(event_id=event_id)
+    state = admission_state_lock(AdmissionState.objects.filter(event_id=event_id))
+    assert state is not None  # ensured just above
     interval = timedelta(seconds=settings.ADMISSION_INTERVAL_SECONDS)
     since = state.stopped_since
     if state.last_tick_at is not None and now - state.last_tick_at > STALL_TICKS * interval:
