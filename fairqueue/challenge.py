@@ -40,14 +40,19 @@ CHALLENGE_HEADER_PARAMETER = OpenApiParameter(
 )
 
 
-class ChallengeFailed(Forbidden):
-    code = ErrorCode.CHALLENGE_FAILED
-    message = "Please complete the check that you are not a robot, then try again."
+def _failed(codes: list[str]) -> Forbidden:
+    return Forbidden(
+        "Please complete the check that you are not a robot, then try again.",
+        code=ErrorCode.CHALLENGE_FAILED,
+        details={"error_codes": codes},
+    )
 
 
-class ChallengeUnavailable(Busy):
-    code = ErrorCode.CHALLENGE_UNAVAILABLE
-    message = "The robot check cannot be verified right now; try again shortly."
+def _unavailable() -> Busy:
+    return Busy(
+        "The robot check cannot be verified right now; try again shortly.",
+        code=ErrorCode.CHALLENGE_UNAVAILABLE,
+    )
 
 
 def challenge_enabled() -> bool:
@@ -55,12 +60,12 @@ def challenge_enabled() -> bool:
 
 
 def challenge_verify(*, token: str | None, remote_ip: str) -> None:
-    """Nothing when the challenge is off or passed; ChallengeFailed (403)
-    or ChallengeUnavailable (503) otherwise."""
+    """Nothing when the challenge is off or passed; 403 ``challenge_failed``
+    or 503 ``challenge_unavailable`` otherwise."""
     if not challenge_enabled():
         return
     if not token or len(token) > MAX_TOKEN_LENGTH:
-        raise ChallengeFailed(details={"error_codes": ["missing-input-response"]})
+        raise _failed(["missing-input-response"])
     try:
         answer = requests.post(
             settings.CHALLENGE_VERIFY_URL,
@@ -75,12 +80,12 @@ def challenge_verify(*, token: str | None, remote_ip: str) -> None:
         result = answer.json()
     except (requests.RequestException, ValueError) as exc:
         logger.warning("challenge verifier unavailable: %s", type(exc).__name__)
-        raise ChallengeUnavailable() from exc
+        raise _unavailable() from exc
     if not isinstance(result, dict):
-        raise ChallengeUnavailable()
+        raise _unavailable()
     if result.get("success") is not True:
         codes = [str(c) for c in result.get("error-codes") or []][:5]
         if any(c in ("missing-input-secret", "invalid-input-secret") for c in codes):
             logger.error("challenge verifier refused our secret: %s", codes)
-            raise ChallengeUnavailable()
-        raise ChallengeFailed(details={"error_codes": codes})
+            raise _unavailable()
+        raise _failed(codes)

@@ -48,7 +48,6 @@ class ErrorCode(StrEnum):
     GONE = "gone"
     RATE_LIMITED = "rate_limited"
     BUSY = "busy"
-    GATEWAY_ERROR = "gateway_error"
     SERVER_ERROR = "server_error"
     # Idempotency-Key.
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
@@ -181,12 +180,6 @@ class PayloadTooLarge(AppError):
     status = 413
     code = ErrorCode.PAYLOAD_TOO_LARGE
     message = "The request body is too large."
-
-
-class GatewayError(AppError):
-    status = 502
-    code = ErrorCode.GATEWAY_ERROR
-    message = "The payment gateway could not be reached."
 
 
 def _envelope(code: ErrorCode, message: str, details: Any = None) -> dict[str, Any]:

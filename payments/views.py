@@ -2,12 +2,15 @@
 service, shape the answer."""
 
 import uuid
+from collections.abc import Iterable
+from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,7 +18,6 @@ from rest_framework.views import APIView
 from customers.authentication import IsCustomer, customer_of
 from customers.idempotency import IDEMPOTENCY_KEY, idempotent
 from fairqueue.api import parse
-from fairqueue.errors import AppError, json_error
 from fairqueue.public_url import public_base_url
 from fairqueue.schema import error
 from payments.selectors import payment_get_for_customer
@@ -79,20 +81,37 @@ class PaymentDetailView(APIView):
         return Response(PaymentOut(payment).data)
 
 
+class AnswerInJson(BaseContentNegotiation):
+    """The gateway gets JSON whatever its Accept header says: a 406 would
+    only make it deliver again for days."""
+
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser:
+        return next(iter(parsers))
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
 @extend_schema(exclude=True)
-@csrf_exempt
-@require_POST
-def paystack_webhook(request: HttpRequest) -> HttpResponse:
+class PaystackWebhookView(APIView):
     """No authentication but the signature. The raw body is read before
-    anything parses it: the signature covers those exact bytes."""
-    body = request.body
-    signature = request.headers.get("x-paystack-signature")
-    # A hex digest is ASCII; anything else is no signature of ours (and
-    # hmac.compare_digest refuses to compare non-ASCII text: a 500).
-    if signature is not None and not signature.isascii():
-        signature = ""
-    try:
-        outcome = payment_webhook_receive(body=body, signature=signature)
-    except AppError as exc:
-        return json_error(exc.code, exc.message, exc.status)
-    return JsonResponse({"status": outcome.value})
+    anything parses it: the signature covers those exact bytes. A refusal
+    (bad signature, a body that is no JSON object, a busy payment row) is
+    answered by the one exception handler, like every API error."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+    content_negotiation_class = AnswerInJson
+
+    def post(self, request: Request) -> Response:
+        signature = request.headers.get("x-paystack-signature")
+        # A hex digest is ASCII; anything else is no signature of ours (and
+        # hmac.compare_digest refuses to compare non-ASCII text: a 500).
+        if signature is not None and not signature.isascii():
+            signature = ""
+        outcome = payment_webhook_receive(body=request.body, signature=signature)
+        return Response({"status": outcome.value})

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.services import claim_extend, claim_lock, claim_payment_started
-from fairqueue.errors import ErrorCode, Gone, InvalidTransition
+from fairqueue.errors import Busy, Conflict, ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
 from fairqueue.public_url import public_base_url
 from payments.domain import (
@@ -44,7 +44,6 @@ from payments.domain import (
     backoff_seconds,
     verify_outcome,
 )
-from payments.errors import AlreadyPaid, GatewayUnavailable, PaymentsUnavailable
 from payments.models import Payment
 from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient
 from payments.services.incidents import gateway_incident_record, gateway_incident_resolve
@@ -119,7 +118,7 @@ def payment_open(
     with transaction.atomic():
         claim = claim_lock(claim_id=claim_id, customer_id=customer_id)
         if claim.status == ClaimStatus.CONFIRMED:
-            raise AlreadyPaid()
+            raise Conflict("This claim is already paid.", code=ErrorCode.ALREADY_PAID)
         if claim.status != ClaimStatus.CLAIMED:
             raise InvalidTransition(
                 "This claim was released; it can no longer be paid.",
@@ -338,21 +337,36 @@ def payment_initialize(
     except GatewayTransientError as exc:
         # Stays INITIALIZING; free the lease so a retry (or reconciliation) resumes it.
         payment_next_check(payment_id=payment.pk, after_seconds=exc.retry_after or 0)
-        raise GatewayUnavailable(
-            retry_after=max(RETRY_AFTER_SECONDS, exc.retry_after or 0),
-            details={"payment_id": str(payment.pk)},
+        raise _gateway_unavailable(
+            payment, retry_after=max(RETRY_AFTER_SECONDS, exc.retry_after or 0)
         ) from None
     payment.refresh_from_db()
     if outcome == InitOutcome.BLOCKED:
         raise _unavailable(payment)
     if outcome in (InitOutcome.ORPHANED, InitOutcome.UNKNOWN):
-        raise GatewayUnavailable(retry_after=1, details={"payment_id": str(payment.pk)})
+        raise _gateway_unavailable(payment, retry_after=1)
     return PaymentStart(payment, created=start.created)
 
 
-def _unavailable(payment: Payment) -> PaymentsUnavailable:
+def _gateway_unavailable(payment: Payment, *, retry_after: int) -> Busy:
+    """The gateway did not answer after our retries: the payment is kept in
+    INITIALIZING (reconciliation finishes it); try again shortly."""
+    return Busy(
+        "The payment gateway is not answering; retry shortly.",
+        code=ErrorCode.GATEWAY_UNAVAILABLE,
+        retry_after=retry_after,
+        details={"payment_id": str(payment.pk)},
+    )
+
+
+def _unavailable(payment: Payment) -> Busy:
+    """The gateway refused us for a reason on our side (our key, our account,
+    our request): not the buyer's fault. The payment waits, the claim is kept
+    (and gets the lost time back), staff are alerted; try again later."""
     wait = (payment.next_check_at - timezone.now()).total_seconds()
-    return PaymentsUnavailable(
+    return Busy(
+        "Payments are unavailable for a moment; your tickets stay held. Retry shortly.",
+        code=ErrorCode.PAYMENTS_UNAVAILABLE,
         retry_after=max(1, min(MERCHANT_RETRY_AFTER_SECONDS, int(wait + 0.999))),
         details={"payment_id": str(payment.pk), "claim_id": str(payment.claim_id)},
     )

@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from fairqueue.errors import AppError, ErrorCode
 from fairqueue.locks import payment_row_lock, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import (
@@ -29,7 +30,6 @@ from payments.domain import (
     EventKind,
     PaymentStatus,
 )
-from payments.errors import InvalidSignature, MalformedWebhook
 from payments.models import Payment, Refund, WebhookReceipt
 from payments.paystack import merchant_amount, signature_valid
 from payments.services.disputes import apply_dispute_webhook
@@ -53,7 +53,9 @@ class WebhookOutcome(StrEnum):
 
 
 @counted(
-    WEBHOOKS, str, expected=[*WebhookOutcome, InvalidSignature.code, MalformedWebhook.code]
+    WEBHOOKS,
+    str,
+    expected=[*WebhookOutcome, ErrorCode.INVALID_SIGNATURE, ErrorCode.MALFORMED_REQUEST],
 )
 def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOutcome:
     """``body`` is the raw request body: the signature covers those exact
@@ -65,10 +67,12 @@ def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOut
             "missing" if not signature else "bad",
             len(body),
         )
-        raise InvalidSignature()
+        raise AppError(
+            "The webhook signature is missing or wrong.", code=ErrorCode.INVALID_SIGNATURE
+        )
     payload = _parse(body)
     if not isinstance(payload, dict):
-        raise MalformedWebhook()
+        raise AppError("The webhook body is not a JSON object.", code=ErrorCode.MALFORMED_REQUEST)
     event = payload.get("event")
     raw_data = payload.get("data")
     data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
