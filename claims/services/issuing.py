@@ -8,12 +8,12 @@ import logging
 import uuid
 from datetime import datetime
 
-from django.db import transaction
 from django.utils import timezone
 
 from claims.domain import ISSUED_TICKET_MACHINE, IssuedTicketStatus, ticket_code_new
 from claims.models import Claim, IssuedTicket
 from claims.signals import claim_confirmed
+from fairqueue.news import send_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +34,7 @@ def issued_tickets_issue(*, claim_id: uuid.UUID | str) -> list[IssuedTicket]:
         if not missing:
             break
         _insert(claim, missing, now)
-    transaction.on_commit(
-        lambda: claim_confirmed.send(sender=Claim, claim_id=claim.pk), robust=True
-    )
+    send_on_commit(claim_confirmed, sender=Claim, claim_id=claim.pk)
     return list(
         IssuedTicket.objects.filter(claim_id=claim.pk).exclude(status=T.VOID).order_by("seat")
     )

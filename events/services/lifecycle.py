@@ -18,6 +18,7 @@ from fairqueue.broadcast import event_group, push_after_commit
 from fairqueue.errors import Busy, ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import event_row_lock
 from fairqueue.money import GATEWAY_CURRENCIES
+from fairqueue.news import send_on_commit
 from inventory.services import inventory_sync_event
 
 logger = logging.getLogger(__name__)
@@ -247,10 +248,10 @@ def event_end(*, event_id: uuid.UUID | str) -> Event:
     _broadcast(event, "ended")
 
     # Everyone still waiting or admitted is expired: queueing owns that and
-    # listens for sale_ended. robust: the event is ENDED once this commits; a
-    # failing receiver is logged and left to the queue reconciliation rather
-    # than reported as a failed end.
-    transaction.on_commit(lambda: sale_ended.send(sender=Event, event_id=event.pk), robust=True)
+    # listens for sale_ended. The event is ENDED once this commits; a failing
+    # receiver is logged and left to the queue reconciliation rather than
+    # reported as a failed end.
+    send_on_commit(sale_ended, sender=Event, event_id=event.pk)
     return event
 
 

@@ -7,15 +7,15 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from claims.services import claim_payment_ended
+from fairqueue.news import send_on_commit
 from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
+from payments.signals import refund_required
 
 
 def payment_log(
@@ -76,23 +76,10 @@ def payment_transition(
     payment.status = target
     for name, value in fields.items():
         setattr(payment, name, value)
-    if target == PaymentStatus.REFUND_REQUIRED and settings.PAYSTACK_AUTO_REFUND:
-        refund_soon(payment_id=payment.pk)
+    if target == PaymentStatus.REFUND_REQUIRED:
+        # The automatic refund (payments/receivers.py) follows the commit.
+        send_on_commit(refund_required, sender=Payment, payment_id=payment.pk)
     return True
-
-
-# By name: the task module imports these services, not the other way round.
-REFUND_TASK = "payments.tasks.payment_refund_auto"
-
-
-def refund_soon(*, payment_id: uuid.UUID) -> None:
-    """Start the automatic refund once this transaction commits. Best effort
-    (robust): should the broker be down, reconciliation starts it instead
-    within one interval."""
-    transaction.on_commit(
-        lambda: current_app.send_task(REFUND_TASK, kwargs={"payment_id": str(payment_id)}),
-        robust=True,
-    )
 
 
 def first_check_seconds() -> float:

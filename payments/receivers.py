@@ -1,0 +1,21 @@
+"""What the payments app does on news (its own and the apps' below it)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.dispatch import receiver
+
+from fairqueue.news import enqueue
+from payments.signals import refund_required
+from payments.tasks import payment_refund_auto
+
+
+@receiver(refund_required, dispatch_uid="payments.auto_refund")
+def auto_refund_enqueue(sender: Any, payment_id: uuid.UUID, **kwargs: Any) -> None:
+    """With PAYSTACK_AUTO_REFUND the refund starts at once; reconciliation
+    starts any that was not enqueued within one interval."""
+    if settings.PAYSTACK_AUTO_REFUND:
+        enqueue(payment_refund_auto, str(payment_id))
