@@ -35,7 +35,6 @@ SKIP_LOCKED_SCANS = {
     "seats_set_blocked": "seats blocked or unblocked: free seats",
     "PICK_FREE_SQL": "a claim's free ticket rows",
     "_CLAIM_ADMITTED_SQL": "a claim's free ticket rows (the claim's one statement)",
-    "_INSERT_AND_TAKE_SQL": "a claim's free ticket rows",
     "_ADMIT_SQL": "the admission tick: the next waiting queue entries",
 }
 # Locks that are not ours to take elsewhere: named, with why.
