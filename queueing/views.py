@@ -8,9 +8,10 @@ exception handler as the one envelope. Their serializers describe the bodies
 for the schema."""
 
 import json
+from typing import Any
 
-from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,6 +20,7 @@ from rest_framework.views import APIView
 from customers.authentication import IsCustomer, customer_of
 from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
 from fairqueue.clientip import client_ip
+from fairqueue.errors import ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
@@ -28,6 +30,11 @@ from queueing.serializers import (
     position_body,
 )
 from queueing.services import queue_abandon, queue_join, queue_position, ws_ticket_issue
+from queueing.services.line_state import line_state_answer
+
+# Seconds a cache (the browser, compose's nginx, a CDN) may keep the line
+# state: it changes once per tick, and a page reads it just after a tick.
+LINE_STATE_MAX_AGE = 1
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -114,3 +121,44 @@ class QueueWsTicketView(APIView):
         issued = ws_ticket_issue(event_id=event_id, customer_id=customer_of(request).id)
         body = {"ticket": issued.ticket, "expires_in": issued.expires_in}
         return Response(WsTicketSerializer(body).data, status=201)
+
+
+class QueueLineStateView(APIView):
+    """The public line state: no sign-in, the same bytes for everyone,
+    cacheable. DRF is here for the schema only: ``dispatch`` answers without
+    it (no request wrapping, authentication, permissions or negotiation),
+    one Redis read and the stored bytes."""
+
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            response = json_error(ErrorCode.METHOD_NOT_ALLOWED, "Only GET.", 405)
+            response["Allow"] = "GET, HEAD"
+            return response
+        return self.get(request, kwargs["event_id"])
+
+    @extend_schema(
+        operation_id="queue_line_state",
+        summary="The line as everyone sees it (public, cacheable)",
+        description=(
+            "How far admission has reached (`served`, `frontier`: the highest score admitted), "
+            "how many wait, the measured rate, the event's status, when the next tick is due, "
+            "and the `epoch` of the scores. Written once per admission tick; the same bytes "
+            "for every customer, `Cache-Control: public, max-age=1`. A page places itself "
+            "from it with its own `score` and `position` (docs/API.md)."
+        ),
+        auth=[],
+        responses={
+            200: OpenApiResponse(description="The line state (JSON)."),
+            404: error("event_not_found"),
+        },
+    )
+    def get(self, request: HttpRequest, event_id: Any) -> HttpResponse:
+        text = line_state_answer(event_id=event_id)
+        if text is None:
+            return json_error(ErrorCode.EVENT_NOT_FOUND, "No such event.", 404)
+        response = HttpResponse(text, content_type="application/json")
+        response["Cache-Control"] = f"public, max-age={LINE_STATE_MAX_AGE}"
+        return response
