@@ -121,12 +121,13 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         same way): position + served at this snapshot."""
         if self.line is None:
             return
-        waiting = result is not None and result.status == QueueStatus.WAITING
+        if result is None or result.status != QueueStatus.WAITING:
+            self.line.place(self, waiting=False, number=None, epoch=None)
+            return
         number = None
-        if waiting and result.position is not None and result.served is not None:
+        if result.position is not None and result.served is not None:
             number = result.position + result.served
-        epoch = result.epoch if result is not None else None
-        self.line.place(self, waiting=waiting, number=number, epoch=epoch)
+        self.line.place(self, waiting=True, number=number, epoch=result.epoch)
 
     async def send_text(self, text: str) -> None:
         """A frame from the registry (encoded once for every socket)."""

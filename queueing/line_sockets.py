@@ -105,8 +105,8 @@ class LineSockets:
         self._unplace(seq)
         if not waiting:
             return
-        stale = number is None or (self.epoch is not None and epoch != self.epoch)
-        key = (UNPLACED if stale else number, seq)
+        known = number is not None and (self.epoch is None or epoch == self.epoch)
+        key = (number if known and number is not None else UNPLACED, seq)
         self.entries[seq] = _Entry(socket, key, epoch)
         bisect.insort(self.order, key)
 

@@ -29,10 +29,12 @@ which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
+
+import redis
 
 from fairqueue.redis import RedisStore, best_effort, event_key, required, text
 
@@ -158,17 +160,24 @@ class QueueStore(RedisStore):
 
     @best_effort(None)
     def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
-        rank, admitted_until, rate, served, score, epoch = self.scripts["position"](
-            keys=[
-                self.waiting_key(event_id),
-                self.admitted_key(event_id),
-                self.rate_key(event_id),
-                self.served_key(event_id),
-                self.line_key(event_id),
-                self.shuffled_key(event_id),
-            ],
-            args=[str(customer_id)],
+        reply = self.scripts["position"](
+            keys=self._position_keys(event_id), args=[str(customer_id)]
         )
+        return self._position_answer(reply)
+
+    def _position_keys(self, event_id: object) -> list[str]:
+        return [
+            self.waiting_key(event_id),
+            self.admitted_key(event_id),
+            self.rate_key(event_id),
+            self.served_key(event_id),
+            self.line_key(event_id),
+            self.shuffled_key(event_id),
+        ]
+
+    @staticmethod
+    def _position_answer(reply: list) -> PositionAnswer:
+        rank, admitted_until, rate, served, score, epoch = reply
         return PositionAnswer(
             rank=_int(rank),
             admitted_until_ms=int(float(admitted_until)) if admitted_until is not None else None,
@@ -177,6 +186,34 @@ class QueueStore(RedisStore):
             score=int(float(score)) if score is not None else None,
             epoch=int(epoch),
         )
+
+    @best_effort(None)
+    def position_with(
+        self, *, event_id: object, customer_id: object, also: Callable[[Any], None]
+    ) -> tuple[PositionAnswer, Any] | None:
+        """``position`` and one command of the caller's (``also`` queues it
+        on the pipeline) in one round trip; (answer, that command's reply).
+        None on a cluster (the keys are on other nodes: the caller reads one
+        after the other) or when Redis could not be asked."""
+        client = self.r
+        if isinstance(client, redis.RedisCluster):
+            return None
+        # EVALSHA itself: a pipeline given the script object asks SCRIPT
+        # EXISTS first, one more round trip on every read.
+        script = self.scripts["position"]
+        keys = self._position_keys(event_id)
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            also(pipe)
+            pipe.evalsha(script.sha, len(keys), *keys, str(customer_id))
+            try:
+                reply, position = pipe.execute()
+                break
+            except redis.exceptions.NoScriptError:  # a Redis restarted since: load it once
+                if attempt == 2:
+                    raise
+                client.script_load(script.script)
+        return self._position_answer(position), reply
 
     @best_effort(None)
     def leave(self, *, event_id: object, customer_id: object) -> None:

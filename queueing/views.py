@@ -17,7 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from customers.authentication import IsCustomer, customer_of
+from customers.authentication import CustomerTokenAuthentication, IsCustomer, customer_of
+from customers.tokens import CustomerPrincipal, customer_token_verify
 from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
 from fairqueue.clientip import client_ip
 from fairqueue.errors import ErrorCode, json_error
@@ -29,12 +30,10 @@ from queueing.serializers import (
     joined_body,
     position_body,
 )
-from queueing.services import queue_abandon, queue_join, queue_position, ws_ticket_issue
+from queueing.services import queue_abandon, queue_join, ws_ticket_issue
+from queueing.services.join import queue_position_signed_in
 from queueing.services.line_state import line_state_answer
-
-# Seconds a cache (the browser, compose's nginx, a CDN) may keep the line
-# state: it changes once per tick, and a page reads it just after a tick.
-LINE_STATE_MAX_AGE = 1
+from queueing.wsgi import CACHE_CONTROL
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -89,7 +88,24 @@ class QueueView(HotPathView):
         return Response(status=204)
 
 
+class PositionAuthentication(CustomerTokenAuthentication):
+    """The position read's sign-in: the token's signature here, its sign-out
+    state read with the place in one Redis round trip
+    (``queue_position_signed_in``); the view answers what was read."""
+
+    def principal(self, token: str, request: Request) -> CustomerPrincipal:
+        principal = customer_token_verify(token)
+        event_id = request.parser_context["kwargs"]["event_id"]
+        # The view answers it (a DRF Request takes attributes; its type does not list them).
+        request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
+            event_id=event_id, principal=principal
+        )
+        return principal
+
+
 class QueuePositionView(HotPathView):
+    authentication_classes = [PositionAuthentication]
+
     @extend_schema(
         operation_id="queue_position",
         summary="Where am I in the line (and my admission token once admitted)",
@@ -99,8 +115,8 @@ class QueuePositionView(HotPathView):
         },
     )
     def get(self, request: Request, event_id: str) -> HttpResponse:
-        result = queue_position(event_id=event_id, customer_id=customer_of(request).id)
-        return _json(position_body(result))
+        customer_of(request)  # IsCustomer ran: the place was read with the sign-in
+        return _json(position_body(request.queue_position))  # type: ignore[attr-defined]  # read with the sign-in
 
 
 class QueueWsTicketView(APIView):
@@ -125,9 +141,11 @@ class QueueWsTicketView(APIView):
 
 class QueueLineStateView(APIView):
     """The public line state: no sign-in, the same bytes for everyone,
-    cacheable. DRF is here for the schema only: ``dispatch`` answers without
-    it (no request wrapping, authentication, permissions or negotiation),
-    one Redis read and the stored bytes."""
+    cacheable. Under the web server it is answered before Django
+    (``queueing.wsgi``); this view answers the rest (a state to build from
+    Postgres, HEAD, the test client). DRF is here for the schema only:
+    ``dispatch`` answers without it (no request wrapping, authentication,
+    permissions or negotiation)."""
 
     authentication_classes: list[Any] = []
     permission_classes: list[Any] = []
@@ -160,5 +178,5 @@ class QueueLineStateView(APIView):
         if text is None:
             return json_error(ErrorCode.EVENT_NOT_FOUND, "No such event.", 404)
         response = HttpResponse(text, content_type="application/json")
-        response["Cache-Control"] = f"public, max-age={LINE_STATE_MAX_AGE}"
+        response["Cache-Control"] = CACHE_CONTROL
         return response

@@ -20,6 +20,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from customers.revocation import auth_state_store, customer_token_settle
+from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
 from events.models import Event
@@ -52,7 +54,7 @@ from queueing.selectors import (
     waiting_rank,
 )
 from queueing.services.clock import admission_clock_stop, admission_served
-from queueing.store import queue_store
+from queueing.store import PositionAnswer, queue_store
 from queueing.tokens import admission_token_issue
 
 logger = logging.getLogger(__name__)
@@ -97,9 +99,7 @@ def _event_for_queue(event_id: uuid.UUID | str) -> EventSnapshot:
     return event
 
 
-def _waiting(
-    event: EventSnapshot, position: int, rate: float | None
-) -> tuple[int | None, int]:
+def _waiting(event: EventSnapshot, position: int, rate: float | None) -> tuple[int | None, int]:
     """A waiting customer's ETA and when to ask again without the socket."""
     wait = max(0.0, (event.sale_start - timezone.now()).total_seconds())
     if rate is None:
@@ -336,8 +336,38 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     answer = None
     if event.status in EVENT_LIVE_STATUSES:
         answer = queue_store().position(event_id=event.id, customer_id=customer_id)
-        if answer is None:
-            admission_clock_stop(event_id=event.id)
+    return _position(event, customer_id, answer)
+
+
+def queue_position_signed_in(
+    *, event_id: uuid.UUID | str, principal: CustomerPrincipal
+) -> PositionResult:
+    """``queue_position`` for a customer whose token is verified but not yet
+    checked for sign-out: the sign-out state and the place are read in one
+    Redis round trip (the hottest request of a sale), then the sign-out is
+    decided (401 ``token_revoked`` before anything is answered)."""
+    event = _event_for_queue(event_id)
+    auth = auth_state_store()
+    both = None
+    if event.status in EVENT_LIVE_STATUSES:
+        both = queue_store().position_with(
+            event_id=event.id,
+            customer_id=principal.id,
+            also=lambda pipe: auth.read_into(pipe, customer_id=principal.id, jti=principal.jti),
+        )
+    if both is None:  # not live, Redis unreachable, or a cluster: one read after the other
+        customer_token_settle(principal, auth.read(customer_id=principal.id, jti=principal.jti))
+        return queue_position(event_id=event.id, customer_id=principal.id)
+    answer, auth_reply = both
+    customer_token_settle(principal, auth.parse(auth_reply))
+    return _position(event, principal.id, answer)
+
+
+def _position(
+    event: EventSnapshot, customer_id: uuid.UUID | str, answer: PositionAnswer | None
+) -> PositionResult:
+    if answer is None and event.status in EVENT_LIVE_STATUSES:
+        admission_clock_stop(event_id=event.id)
     if answer is not None and answer.rank is not None and answer.admitted_until_ms is None:
         position = answer.rank + 1
         eta, poll_after = _waiting(event, position, answer.rate)

@@ -4,16 +4,20 @@ key, answered as they are (the rules a page follows with it are in
 ``queueing.domain`` and docs/API.md).
 
 The tick writes it (``line_state_publish``) whatever it admitted, so the
-status, the waiting count and when the next tick is due stay fresh. A read
-that finds no key (Redis wiped, no tick for a while, a sale that ended)
-builds it from Postgres, stores it unless a tick did meanwhile, and answers:
-the rare path. With Redis down each process builds it at most once per
-``QUEUE_EVENT_CACHE_SECONDS``.
+status, the waiting count and when the next tick is due stay fresh. Nothing
+else writes it, so a process keeps the bytes it read until the next tick is
+due (``next_tick_at``; a late tick: a quarter of a second at a time) and
+answers from memory meanwhile: at most one Redis read per event per tick
+per process. A read that finds no key (Redis wiped, no tick for a while, a
+sale that ended) builds it from Postgres, stores it unless a tick did
+meanwhile, and answers: the rare path. With Redis down each process builds
+it at most once per ``QUEUE_EVENT_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timedelta
 
@@ -28,9 +32,18 @@ from queueing.selectors import admission_last_tick, queue_length
 from queueing.services.clock import Progress, admission_progress
 from queueing.store import queue_store
 
+# Seconds a cache (the browser, compose's nginx, a CDN) may keep the state:
+# it changes once per tick, and a page reads it just after a tick.
+MAX_AGE_SECONDS = 1
 # A state no tick has rewritten for this many intervals is dropped, and the
 # next read builds it from Postgres (the beat or the workers are down).
 STATE_TTL_TICKS = 3
+# A state whose next tick is overdue is read again at most this often.
+HOLD_OVERDUE_SECONDS = 0.25
+HOLD_MAX_ENTRIES = 10_000
+
+# Per process: event id -> (held until, in time.time() seconds; the document).
+_held: dict[str, tuple[float, str]] = {}
 
 
 def _ms(at: datetime) -> int:
@@ -95,6 +108,7 @@ def line_state_publish(
     )
     ttl_ms = int(STATE_TTL_TICKS * _interval() * 1000)
     queue_store().state_set(event_id=event.pk, body=text, ttl_ms=ttl_ms)
+    _held.pop(str(event.pk), None)  # this process reads the new one at once
     return text
 
 
@@ -130,20 +144,47 @@ def _from_postgres(event_id: uuid.UUID | str) -> str | None:
 _built = SnapshotCache(_from_postgres, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
 
 
+def line_state_held(*, event_id: uuid.UUID | str) -> str | None:
+    """The document as the last tick wrote it, from this process' memory
+    until the next tick is due, else one Redis read; None when Redis has
+    none (or could not be asked): ``line_state_answer`` builds it."""
+    key, now = str(event_id), time.time()
+    held = _held.get(key)
+    if held is not None and held[0] > now:
+        return held[1]
+    text = queue_store().state(event_id=event_id)
+    if text is not None:
+        _hold(key, text, now)
+    return text
+
+
+def _hold(key: str, text: str, now: float) -> None:
+    try:
+        next_tick = float(json.loads(text)["next_tick_at"]) / 1000
+    except (ValueError, KeyError, TypeError):
+        return
+    if len(_held) >= HOLD_MAX_ENTRIES:
+        _held.clear()
+    _held[key] = (max(now + HOLD_OVERDUE_SECONDS, min(next_tick, now + _interval())), text)
+
+
 def line_state_answer(*, event_id: uuid.UUID | str) -> str | None:
-    """The document as the last tick wrote it: one Redis read. None: no such
-    event (or a draft)."""
-    store = queue_store()
-    text = store.state(event_id=event_id)
+    """The document as the last tick wrote it: at most one Redis read. None:
+    no such event (or a draft)."""
+    text = line_state_held(event_id=event_id)
     if text is not None:
         return text
     text = _built.get(event_id)
     if text is not None:
         # Not over a state a tick wrote meanwhile; a tick replaces it soon.
-        store.state_add(event_id=event_id, body=text, ttl_ms=int(_interval() * 1000))
+        queue_store().state_add(event_id=event_id, body=text, ttl_ms=int(_interval() * 1000))
     return text
 
 
 def line_state_forget(event_id: uuid.UUID | str | None = None) -> None:
-    """Drop this process' Postgres-built copies (tests)."""
+    """Drop this process' copies (tests)."""
     _built.forget(event_id)
+    if event_id is None:
+        _held.clear()
+    else:
+        _held.pop(str(event_id), None)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import time
 import uuid
 from datetime import timedelta
 
@@ -15,6 +17,7 @@ from queueing import services
 from queueing.models import QueueEntry
 from queueing.services.line_state import line_state_forget
 from queueing.store import queue_store
+from queueing.wsgi import LineStateFirst
 from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
 from tests.support.sales import join, make_event
 
@@ -68,14 +71,78 @@ def test_state_is_public_cacheable_and_the_same_bytes_for_everyone(api, client):
         assert str(customer.id) not in anonymous.content.decode()
 
 
-def test_state_read_is_one_redis_read_and_no_database(client, django_assert_num_queries):
+def test_state_read_is_one_redis_read_then_none_until_the_next_tick(
+    client, django_assert_num_queries
+):
     event = make_event(tickets=10)
     join(event)
     services.admission_tick_event(event_id=event.id)
     with RoundTrips() as counted, django_assert_num_queries(0):
+        first = read_state(client, event.id).content
+    assert (counted.redis, counted.postgres) == (1, 0)
+    with RoundTrips() as counted:
+        assert read_state(client, event.id).content == first
+    assert (counted.redis, counted.postgres) == (0, 0)  # held until the next tick is due
+    # A tick in this process lets go of it at once (another process's tick:
+    # when the next tick was due).
+    services.admission_tick_event(event_id=event.id)
+    with RoundTrips() as counted:
+        assert read_state(client, event.id).content != first
+    assert counted.redis == 1
+
+
+def test_a_held_state_is_read_again_once_its_next_tick_is_due(client, monkeypatch):
+    event = make_event(tickets=10)
+    services.admission_tick_event(event_id=event.id)
+    read_state(client, event.id)
+    state = json.loads(queue_store().state(event_id=event.id))
+    monkeypatch.setattr(time, "time", lambda: state["next_tick_at"] / 1000 + 0.01)
+    with RoundTrips() as counted:
         read_state(client, event.id)
     assert counted.redis == 1
-    assert counted.postgres == 0
+
+
+def environ(path: str, method: str = "GET") -> dict:
+    return {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO()}
+
+
+def test_the_web_server_answers_it_before_django_with_the_views_headers(client):
+    event = make_event(tickets=10)
+    services.admission_tick_event(event_id=event.id)
+    via_django = read_state(client, event.id)
+    passed_on = []
+
+    def django(environ, start_response):
+        passed_on.append(environ["PATH_INFO"])
+        start_response("404 Not Found", [])
+        return [b""]
+
+    answered = {}
+
+    def start_response(status, headers):
+        answered.update(status=status, headers=dict(headers))
+
+    app = LineStateFirst(django)
+    with RoundTrips() as counted:
+        body = b"".join(app(environ(state_url(event.id)), start_response))
+    assert (body, answered["status"]) == (via_django.content, "200 OK")
+    assert counted.redis == 0  # the copy the Django read left in this process
+    # The same headers, but the request log's id: it is not in the request log.
+    django_headers = {k: v for k, v in via_django.items() if k != "X-Request-ID"}
+    assert answered["headers"] == django_headers
+    assert int(answered["headers"]["Content-Length"]) == len(body)
+    assert passed_on == []
+    # Everything else goes to Django: another path, HEAD, a state Redis does
+    # not have (Django builds it), a malformed id.
+    unknown = uuid.uuid4()
+    for env in (
+        environ(f"/api/v1/events/{event.id}/queue/position/"),
+        environ(state_url(event.id), method="HEAD"),
+        environ(state_url(unknown)),
+        environ("/api/v1/events/not-a-uuid-at-all-not-a-uuid-at-all-xx/queue/state/"),
+    ):
+        app(env, start_response)
+    assert len(passed_on) == 4
 
 
 def test_the_frontier_passes_a_score_exactly_when_its_customer_is_admitted(client):
@@ -121,6 +188,7 @@ def test_a_missing_state_is_built_from_postgres_stored_and_answered(client):
     ticked = json.loads(read_state(client, event.id).content)
     store = queue_store()
     store.r.flushdb()  # Redis wiped
+    line_state_forget()  # (this process held the state until the next tick)
 
     built = json.loads(read_state(client, event.id).content)
 
@@ -183,9 +251,11 @@ def test_an_ended_sale_reads_ended(client):
     event = make_event(tickets=10)
     join(event)
     services.admission_tick_event(event_id=event.id)
+    read_state(client, event.id)
     services.queue_close(event_id=event.id)  # drops the event's keys, the state too
     Event.objects.filter(pk=event.pk).update(status="ENDED")
     assert queue_store().state(event_id=event.id) is None
+    line_state_forget()  # a process holds its copy until the next tick was due
     body = json.loads(read_state(client, event.id).content)
     assert (body["status"], body["waiting"]) == ("ENDED", 0)
 
