@@ -26,6 +26,7 @@ import {
 } from "./view.js";
 
 const cfg = pageConfig();
+const PUSH_GRACE_MS = 2000;
 const API = cfg.api;
 const EVENT = cfg.event_id;
 const event = {
@@ -138,7 +139,12 @@ function onLine(line) {
   if (event.status === "ENDED") { render("ended"); return; }
   const where = placeIn(state.number, line);
   if (where.relearn) relearnLater(line);
-  else if (where.admitted && mayAskAgain(state.askedServed, line)) askOwn();
+  else if (where.admitted && mayAskAgain(state.askedServed, line)) {
+    // With the socket the `admitted` message brings the token: ask only if
+    // it has not come a moment later.
+    if (live.isOpen()) window.setTimeout(() => { if (state.phase === "waiting") askOwn(); }, PUSH_GRACE_MS);
+    else askOwn();
+  }
   drawWaiting();
 }
 
