@@ -1,6 +1,7 @@
 """The pages' pure ES modules (position maths, the line state's rules, ETA
-text, countdown, the waiting room's state machine, the seat map's rules), unit-tested in headless Chromium: the
-tests/js/*.test.js files, loaded by tests/js/runner.html."""
+text, countdown, the waiting room's state machine, the seat map's rules),
+unit-tested in headless Chromium: the tests/js/*.test.js files, loaded by
+tests/js/runner.html."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ the sockets, stay within 2 x admitted + sockets / 6 (queueing/line_sockets.py)."
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections import Counter
 from unittest import mock
@@ -99,7 +100,7 @@ def test_a_tick_costs_at_most_twice_its_admissions_plus_a_sixth_of_the_sockets()
     # two frames (from the first tick on) are at most about FAR_SHARE ticks.
     for socket in sockets[served:]:
         ticks = [0, *heard_at[socket.customer_id], 24]
-        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) <= FAR_SHARE + 1
+        assert max(b - a for a, b in itertools.pairwise(ticks)) <= FAR_SHARE + 1
 
 
 def test_a_tick_that_admits_nobody_sends_nothing_but_news():
