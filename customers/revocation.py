@@ -18,7 +18,6 @@ import logging
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -46,12 +45,13 @@ class AuthStateStore(RedisStore):
     @best_effort(None)
     def read(self, *, customer_id: object, jti: str) -> tuple[int, bool] | None:
         """(version, this jti revoked), or None when Redis does not know."""
-        return self.parse(self.r.hmget(self.key(customer_id), ["v", f"r:{jti}"]))
+        return self.parse(self.r.hmget(self.key(customer_id), self.fields(jti)))
 
-    def read_into(self, pipe: Any, *, customer_id: object, jti: str) -> None:
-        """``read`` as one command of a caller's pipeline (one round trip
-        with the caller's own reads); its reply goes to ``parse``."""
-        pipe.hmget(self.key(customer_id), ["v", f"r:{jti}"])
+    @staticmethod
+    def fields(jti: str) -> list[str]:
+        """What ``read`` reads of the hash (``key``): a caller may read them
+        in its own round trip and hand the values to ``parse``."""
+        return ["v", f"r:{jti}"]
 
     @staticmethod
     def parse(reply: list) -> tuple[int, bool] | None:
@@ -129,8 +129,8 @@ def customer_token_settle(
     principal: CustomerPrincipal, cached: tuple[int, bool] | None
 ) -> CustomerPrincipal:
     """The sign-out decision for a verified token, from its state as Redis
-    answered it (``AuthStateStore.read``, or ``read_into`` a caller's own
-    pipeline); None: Redis did not know, Postgres decides (and the state is
+    answered it (``AuthStateStore.read``, or a caller's own read of its
+    ``key`` and ``fields``); None: Redis did not know, Postgres decides (and the state is
     cached again)."""
     store = auth_state_store()
     if cached is None:

@@ -29,10 +29,10 @@ which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import redis
 
@@ -189,31 +189,18 @@ class QueueStore(RedisStore):
 
     @best_effort(None)
     def position_with(
-        self, *, event_id: object, customer_id: object, also: Callable[[Any], None]
-    ) -> tuple[PositionAnswer, Any] | None:
-        """``position`` and one command of the caller's (``also`` queues it
-        on the pipeline) in one round trip; (answer, that command's reply).
-        None on a cluster (the keys are on other nodes: the caller reads one
-        after the other) or when Redis could not be asked."""
-        client = self.r
-        if isinstance(client, redis.RedisCluster):
+        self, *, event_id: object, customer_id: object, hash_key: str, fields: list[str]
+    ) -> tuple[PositionAnswer, list] | None:
+        """``position`` and the caller's HMGET of ``fields`` of ``hash_key``
+        in the same script (one command, one round trip); (answer, the
+        values). None on a cluster (the hash is on another node: the caller
+        reads one after the other) or when Redis could not be asked."""
+        if isinstance(self.r, redis.RedisCluster):
             return None
-        # EVALSHA itself: a pipeline given the script object asks SCRIPT
-        # EXISTS first, one more round trip on every read.
-        script = self.scripts["position"]
-        keys = self._position_keys(event_id)
-        for attempt in (1, 2):
-            pipe = client.pipeline(transaction=False)
-            also(pipe)
-            pipe.evalsha(script.sha, len(keys), *keys, str(customer_id))
-            try:
-                reply, position = pipe.execute()
-                break
-            except redis.exceptions.NoScriptError:  # a Redis restarted since: load it once
-                if attempt == 2:
-                    raise
-                client.script_load(script.script)
-        return self._position_answer(position), reply
+        reply = self.scripts["position"](
+            keys=[*self._position_keys(event_id), hash_key], args=[str(customer_id), *fields]
+        )
+        return self._position_answer(reply[:6]), reply[6]
 
     @best_effort(None)
     def leave(self, *, event_id: object, customer_id: object) -> None:

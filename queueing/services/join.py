@@ -353,7 +353,8 @@ def queue_position_signed_in(
         both = queue_store().position_with(
             event_id=event.id,
             customer_id=principal.id,
-            also=lambda pipe: auth.read_into(pipe, customer_id=principal.id, jti=principal.jti),
+            hash_key=auth.key(principal.id),
+            fields=auth.fields(principal.jti),
         )
     if both is None:  # not live, Redis unreachable, or a cluster: one read after the other
         customer_token_settle(principal, auth.read(customer_id=principal.id, jti=principal.jti))
