@@ -168,6 +168,8 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         # The client may have left while the push was on its way (daphne
         # raises; thousands of times per sale as buyers close the page): the
         # disconnect message that follows cleans up; a push is best effort.
+        if event.get("out_of_line"):  # admitted or expired outside a tick
+            self._place(None)
         if "text" in event:  # encoded once by the sender (queueing.pushes)
             await self.send_text(event["text"])
             return

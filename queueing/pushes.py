@@ -35,11 +35,21 @@ def line_group(event_id: object) -> str:
     return f"event.{event_id}.line"
 
 
+# A customer's own news that takes them out of the line.
+OUT_OF_LINE = ("admitted", "expired")
+
+
 def _envelope(message: dict | str) -> dict:
     """A message for the sockets, as JSON text encoded once here (not once
-    per socket: daphne forwards it as it is, QueueConsumer.queue_push)."""
-    text = message if isinstance(message, str) else json.dumps(message)
-    return {"type": PUSH_TYPE, "text": text}
+    per socket: daphne forwards it as it is, QueueConsumer.queue_push);
+    ``out_of_line`` when it takes the customer out of the line (their
+    sockets leave the registry's line order)."""
+    if isinstance(message, str):
+        return {"type": PUSH_TYPE, "text": message}
+    envelope = {"type": PUSH_TYPE, "text": json.dumps(message)}
+    if message.get("type") in OUT_OF_LINE:
+        envelope["out_of_line"] = True
+    return envelope
 
 
 def send_many(messages: Sequence[tuple[str, dict | str]]) -> None:
@@ -95,8 +105,8 @@ def expired_text(*, event_id: object, reason: str) -> str:
 def send_expired(*, event_id: object, customer_ids: list, reason: str) -> None:
     """Tell each customer their admission is over (``admission_window``), on
     their own group."""
-    text = expired_text(event_id=event_id, reason=reason)
-    send_many([(customer_group(event_id, customer_id), text) for customer_id in customer_ids])
+    message = {"type": "expired", "event_id": str(event_id), "reason": reason}
+    send_many([(customer_group(event_id, customer_id), message) for customer_id in customer_ids])
 
 
 def send_sale_ended(*, event_id: object) -> None:

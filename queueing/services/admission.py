@@ -68,7 +68,7 @@ from fairqueue.redis import RedisUnavailable
 from inventory.selectors import event_free_tickets
 from queueing.domain import EndReason, QueueStatus, admission_capacity, line_epoch
 from queueing.models import QueueEntry
-from queueing.pushes import expired_text, send_line, send_many
+from queueing.pushes import expired_text, send_expired, send_line, send_many
 from queueing.selectors import waiting_count
 from queueing.services.clock import (
     Progress,
@@ -312,8 +312,8 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         # Redis moves them, and the position endpoint hands out the tokens.
         report.admitted, report.served = len(rows), admitted.served
         report.skipped = "redis_unavailable"
-        if expired:  # the channel layer may still be there
-            send_many([(customer_group(event_id, c), _expired(event_id)) for c in expired])
+        # The channel layer may still be there.
+        send_expired(event_id=event_id, customer_ids=expired, reason=EndReason.ADMISSION_WINDOW.value)
         return
     served, rate = answer.served, answer.rate
     if answer.behind:

@@ -14,6 +14,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
+from queueing import pushes as queue_pushes
 from queueing import services
 from queueing.consumers import QueueConsumer
 from queueing.line_sockets import FAR_SHARE, UNPLACED, LineSockets
@@ -232,3 +233,31 @@ def test_real_sockets_and_ticks_keep_the_bound_and_never_show_a_better_place():
     # After the three left, pages behind them count a place worse than the
     # truth, never better (checked per frame above); the line still served them.
     assert not {c.id for c in leaving} & admitted_customers
+
+
+def test_news_outside_a_tick_takes_a_socket_out_of_the_line_order():
+    """An admission told outside a tick (Redis had missed it, or the window
+    was given back) comes on the customer's own group: the socket leaves
+    the registry's line order, so the line state stops coming to it."""
+    sent = []
+
+    async def scenario():
+        registry = LineSockets("e", Layer())
+        consumer = QueueConsumer()
+        consumer.customer_id, consumer.line = "c1", registry
+
+        async def base_send(message):
+            sent.append(message)
+
+        consumer.base_send = base_send
+        await registry.add(consumer)
+        registry.place(consumer, waiting=True, number=3, epoch=0)
+        placed = list(registry.order)
+        push = queue_pushes._envelope({"type": "admitted", "admission_token": "t"})
+        await consumer.dispatch(push)
+        await consumer.dispatch(queue_pushes._envelope({"type": "paused"}))
+        return placed, list(registry.order)
+
+    placed, after = async_to_sync(scenario)()
+    assert len(placed) == 1 and after == []
+    assert [json.loads(m["text"])["type"] for m in sent] == ["admitted", "paused"]
