@@ -313,7 +313,8 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         report.admitted, report.served = len(rows), admitted.served
         report.skipped = "redis_unavailable"
         # The channel layer may still be there.
-        send_expired(event_id=event_id, customer_ids=expired, reason=EndReason.ADMISSION_WINDOW.value)
+        window = EndReason.ADMISSION_WINDOW.value
+        send_expired(event_id=event_id, customer_ids=expired, reason=window)
         return
     served, rate = answer.served, answer.rate
     if answer.behind:
