@@ -17,8 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from customers.authentication import CustomerTokenAuthentication, IsCustomer, customer_of
-from customers.tokens import CustomerPrincipal, customer_token_verify
+from customers.authentication import IsCustomer, bearer_token, customer_of
+from customers.tokens import customer_token_verify
 from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
 from fairqueue.clientip import client_ip
 from fairqueue.errors import ErrorCode, json_error
@@ -88,23 +88,21 @@ class QueueView(HotPathView):
         return Response(status=204)
 
 
-class PositionAuthentication(CustomerTokenAuthentication):
-    """The position read's sign-in: the token's signature here, its sign-out
-    state read with the place in one Redis round trip
-    (``queue_position_signed_in``); the view answers what was read."""
-
-    def principal(self, token: str, request: Request) -> CustomerPrincipal:
-        principal = customer_token_verify(token)
-        event_id = request.parser_context["kwargs"]["event_id"]
-        # The view answers it (a DRF Request takes attributes; its type does not list them).
-        request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
-            event_id=event_id, principal=principal
-        )
-        return principal
-
-
 class QueuePositionView(HotPathView):
-    authentication_classes = [PositionAuthentication]
+    def perform_authentication(self, request: Request) -> None:
+        """The token's signature here, its sign-out state read with the
+        place in one Redis round trip (``queue_position_signed_in``); the
+        view answers what was read. No token: the usual path (IsCustomer
+        refuses it)."""
+        token = bearer_token(request)
+        if token is None:
+            return
+        principal = customer_token_verify(token)
+        # A DRF Request takes attributes its type does not list: the view answers it.
+        request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
+            event_id=self.kwargs["event_id"], principal=principal
+        )
+        request.user, request.auth = principal, token
 
     @extend_schema(
         operation_id="queue_position",
