@@ -46,7 +46,7 @@ def _envelope(message: dict | str) -> dict:
     sockets leave the registry's line order)."""
     if isinstance(message, str):
         return {"type": PUSH_TYPE, "text": message}
-    envelope = {"type": PUSH_TYPE, "text": json.dumps(message)}
+    envelope: dict[str, Any] = {"type": PUSH_TYPE, "text": json.dumps(message)}
     if message.get("type") in OUT_OF_LINE:
         envelope["out_of_line"] = True
     return envelope

@@ -102,7 +102,8 @@ class QueuePositionView(HotPathView):
         request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
             event_id=self.kwargs["event_id"], principal=principal
         )
-        request.user, request.auth = principal, token
+        request.auth = token
+        request.user = principal  # type: ignore[assignment]  # a customer, as the token class gives
 
     @extend_schema(
         operation_id="queue_position",
