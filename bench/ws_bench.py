@@ -3,7 +3,7 @@ daphne process while admission ticks run. Aims: 10,000 connections, the
 admission push reaching p99 of them within 1 s, and a tick costing at most
 2 x admitted + sockets / 6 frames (sockets carry news, not the clock).
 
-    .venv/bin/python bench/ws_bench.py                          # 10,000 sockets, 1,000 per tick
+    .venv/bin/python bench/ws_bench.py --timeout 5              # 10,000 sockets, 1,000 per tick
     .venv/bin/python bench/ws_bench.py --connections 500 --batch 100
 
 PostgreSQL and Redis: DATABASE_URL / REDIS_URL when set (a throwaway database:
