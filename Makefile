@@ -8,7 +8,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test lint services clean tools browser screenshots
+.PHONY: run test lint services clean tools browser screenshots bench-tools
 
 # The whole system: embedded services, migrations, demo data, web, ws, worker, beat, sandbox.
 run: $(STAMP)
@@ -41,6 +41,22 @@ browser:
 				echo "warning: could not install chromium: the browser tests will fail" >&2; \
 		else \
 			echo "warning: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser tests will fail" >&2; \
+		fi; \
+	fi
+
+# The benchmarks' own tools, Debian's packages (never a downloaded binary): nginx, which
+# bench/queue_bench.py starts in front of its server to measure the line state behind a
+# cache as compose serves it, and wrk, its load generator. Installed here when missing and
+# this machine allows it (root with apt-get); without them the bench says what it skips.
+bench-tools:
+	@if ! command -v nginx >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing nginx and wrk for the benchmarks"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq --no-install-recommends nginx wrk >/dev/null) || \
+				echo "warning: could not install nginx/wrk" >&2; \
+		else \
+			echo "warning: nginx/wrk missing and not installable here (needs root and apt-get)" >&2; \
 		fi; \
 	fi
 

@@ -115,10 +115,13 @@ def _stat(pid: int) -> list[str] | None:
     return [name, *raw[raw.rindex(")") + 2 :].split()]
 
 
-def cpu_snapshot(server_pid: int | None) -> dict[str, float]:
-    """CPU seconds so far of the server (its main process and workers), and of
+def cpu_snapshot(server_pid: int | None, proxy_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds so far of the server (its main process and workers), of a
+    proxy in front of it (nginx: its master and workers) when given, and of
     every postgres and redis-server process on the machine."""
     totals = {"server": 0.0, "postgres": 0.0, "redis": 0.0}
+    if proxy_pid is not None:
+        totals["nginx"] = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -129,6 +132,8 @@ def cpu_snapshot(server_pid: int | None) -> dict[str, float]:
         seconds = (int(stat[12]) + int(stat[13])) / _TICK  # utime + stime
         if server_pid is not None and server_pid in (int(entry.name), ppid):
             totals["server"] += seconds
+        elif proxy_pid is not None and proxy_pid in (int(entry.name), ppid):
+            totals["nginx"] += seconds
         elif name.startswith("postgres"):
             totals["postgres"] += seconds
         elif name.startswith("redis-server"):
@@ -185,7 +190,8 @@ def _process(args: tuple) -> tuple:
 
 WRK_SCRIPT = r"""
 -- Each request carries the next token of this thread's share (tokens split
--- between wrk's threads, taken in turn). Prints one BENCHJSON line.
+-- between wrk's threads, taken in turn; "-": no Authorization, a public
+-- read). Prints one BENCHJSON line.
 local counter = 0
 function setup(thread)
   thread:set("tid", counter)
@@ -204,8 +210,9 @@ end
 function request()
   sent = sent + 1
   local token = tokens[(sent - 1) % #tokens + 1]
-  return wrk.format(method, path, {["Authorization"] = "Bearer " .. token,
-                                   ["Content-Length"] = "0"})
+  local headers = {["Content-Length"] = "0"}
+  if token ~= "-" then headers["Authorization"] = "Bearer " .. token end
+  return wrk.format(method, path, headers)
 end
 function done(summary, latency, requests)
   io.write(string.format(
@@ -220,7 +227,13 @@ end
 
 
 def http_load_wrk(
-    url: str, method: str, path: str, tokens: list[str], clients: int, server_pid: int | None
+    url: str,
+    method: str,
+    path: str,
+    tokens: list[str],
+    clients: int,
+    server_pid: int | None,
+    proxy_pid: int | None = None,
 ) -> dict:
     """The same load through wrk for ``WRK_SECONDS`` (C, one connection per
     client, re-opened after each answer since sync workers close it): far less
@@ -238,11 +251,11 @@ def http_load_wrk(
         token_file.write_text("\n".join(tokens) + "\n")
         argv = ["wrk", f"-t{threads}", f"-c{clients}", f"-d{WRK_SECONDS}s", "--timeout", "10s"]
         argv += ["-s", str(script), url, "--", method, path, str(token_file), str(threads)]
-        cpu_before = cpu_snapshot(server_pid)
+        cpu_before = cpu_snapshot(server_pid, proxy_pid)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout  # noqa: S603
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu_after = cpu_snapshot(server_pid)
+        cpu_after = cpu_snapshot(server_pid, proxy_pid)
     line = next(x for x in out.splitlines() if x.startswith("BENCHJSON "))
     r = json.loads(line.removeprefix("BENCHJSON "))
     client_cpu = (children_after.ru_utime + children_after.ru_stime) - (
@@ -267,17 +280,27 @@ def http_load(
     path_token: list[tuple[str, str]],
     clients: int,
     server_pid: int | None = None,
+    proxy_pid: int | None = None,
 ) -> dict:
+    """``proxy_pid``: a proxy in front of the server (its CPU is counted;
+    wrk only). A token of PUBLIC sends no Authorization header."""
     if USE_WRK and len({p for p, _ in path_token}) == 1:
         return http_load_wrk(
-            url, method, path_token[0][0], [t for _, t in path_token], clients, server_pid
+            url,
+            method,
+            path_token[0][0],
+            [t for _, t in path_token],
+            clients,
+            server_pid,
+            proxy_pid,
         )
     parts = urlsplit(url)
     host, port = parts.hostname, parts.port or 80
     payloads = [
         (
-            f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
-            "Content-Length: 0\r\nConnection: close\r\n\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n"
+            + (f"Authorization: Bearer {token}\r\n" if token != PUBLIC else "")
+            + "Content-Length: 0\r\nConnection: close\r\n\r\n"
         ).encode()
         for path, token in path_token
     ]
@@ -310,6 +333,7 @@ def http_load(
     }
 
 
+PUBLIC = "-"  # the "token" of a request without Authorization (a public read)
 USE_WRK = False  # set by a bench's main(): wrk when installed, unless --python-client
 WRK_SECONDS = 15
 

@@ -11,7 +11,10 @@ with --url the server must use the same database and Redis.
 In one run it measures:
   1. HTTP joins at --clients concurrent clients, queue at 1,000 waiting:
      throughput, p50, p99 (full join: auth, checks, INSERT, ZADD, position, ETA)
-  2. HTTP position reads per second, p50, p99
+  2. HTTP position reads per second, p50, p99; then the public line state
+     (GET queue/state/: no sign-in, one Redis read) straight from the server,
+     and through nginx's micro-cache as compose ships it (bench/nginx_cache.py,
+     Debian's nginx: `make bench-tools`; its CPU is counted)
   3. the bare-client baseline: plain psycopg + redis-py doing the same INSERT +
      ZADD from 2 processes x 20 threads, no HTTP; and the ratio of 1 to it;
      then the framework's floor through the same server (bench/floor_urls.py):
@@ -48,7 +51,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import http_load as hl
-from bench.http_load import SERVERS, fmt, http_load, line, start_server, stop
+from bench.http_load import PUBLIC, SERVERS, fmt, http_load, line, start_server, stop
+from bench.nginx_cache import Nginx
 from bench.queue_setup import (
     cleanup,
     django_setup,
@@ -151,6 +155,37 @@ def tick(event_id: uuid.UUID) -> dict:
     }
 
 
+def measure_state(
+    url: str, pid: int | None, args: argparse.Namespace, events: list[uuid.UUID]
+) -> dict[str, dict]:
+    """The public line state of an event with 1,000 waiting, as its tick
+    wrote it: straight from the server, then through nginx's cache."""
+    from queueing.services import admission_tick_event
+
+    event = make_event("Bench state", tickets=1, batch=1)
+    events.append(event)
+    seed_waiting(event, "state", 1_000)
+    rebuild(event)
+    path = f"/api/v1/events/{event}/queue/state/"
+    loads = [(path, PUBLIC)] * args.reads
+    results = {}
+    admission_tick_event(event_id=event)  # writes the state (it lives three ticks)
+    print(f"   direct: GET {path.split('/', 3)[-1]}", flush=True)
+    results["state"] = http_load(url, "GET", loads, args.clients, pid)
+    print(fmt(results["state"]), flush=True)
+    try:
+        proxy = Nginx(url)
+    except FileNotFoundError as exc:
+        print(f"   through nginx: skipped ({exc})", flush=True)
+        return results
+    with proxy:
+        admission_tick_event(event_id=event)
+        print(f"   through nginx's cache ({proxy.url})", flush=True)
+        results["nginx"] = http_load(proxy.url, "GET", loads, args.clients, pid, proxy.pid)
+        print(fmt(results["nginx"]), flush=True)
+    return results
+
+
 def measure_floor(
     url: str, pid: int | None, args: argparse.Namespace, event: uuid.UUID, in_line: list
 ) -> tuple[uuid.UUID, dict[str, dict]]:
@@ -173,6 +208,10 @@ def measure_floor(
         results[kind] = http_load(url, method, [(path, c) for c in customers], args.clients, pid)
         print(fmt(results[kind]), flush=True)
     return floor_event, results
+
+
+def ratio_of(a: dict, b: dict) -> float:
+    return a["per_second"] / b["per_second"] if b["per_second"] else float("nan")
 
 
 def main() -> None:
@@ -268,6 +307,9 @@ def main() -> None:
         position = http_load(url, "GET", reads, args.clients, pid)
         print(fmt(position), flush=True)
 
+        print(f"\n2b. the public line state, {args.clients} clients", flush=True)
+        state = measure_state(url, pid, args, events)
+
         print(
             "\n3. bare-client baseline: psycopg + redis-py INSERT + ZADD, 2 processes x 20 threads",
             flush=True,
@@ -323,9 +365,19 @@ def main() -> None:
         print(f"   {'baseline':<14} {base['per_second']:8.0f}/s  ratio {ratio:.2f}")
         print(line("join @big", join_big))
         print(line("position read", position))
+        for kind, result in state.items():
+            print(line("line state" if kind == "state" else "state @nginx", result))
         if floor is not None:
             for kind in ("join", "position", "empty"):
                 print(line(f"floor {kind}", floor[kind]))
+        print("ratios (same run)")
+        rates = {"join": join_small, "read": position}
+        if floor is not None:
+            print(f"   join / floor join {ratio_of(rates['join'], floor['join']):.2f}")
+            print(f"   position read / floor read {ratio_of(rates['read'], floor['position']):.2f}")
+        for kind, result in state.items():
+            where = "direct" if kind == "state" else "through nginx"
+            print(f"   line state {where} / position read {ratio_of(result, position):.2f}")
     finally:
         if server is not None:
             stop(server)

@@ -90,6 +90,11 @@ def main() -> int:
 
     n = args.requests
     event = make_event("request cost", tickets=10, batch=10)
+    # As after the event's first tick: the line marker and the served counter
+    # in Redis (without them joins and reads answer from Postgres).
+    from queueing.services import queue_rebuild
+
+    queue_rebuild(event_id=event)
     queue = f"/api/v1/events/{event}/queue/"
     warm = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)
     cold = make_customers(f"rc{uuid.uuid4().hex[:6]}", n)

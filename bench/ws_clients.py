@@ -57,7 +57,8 @@ class Clients:
         self.conn, self.url, self.concurrency = conn, url, concurrency
         self.sockets = [Socket(c, t) for c, t in customers]
         self.counts: Counter = Counter()
-        self.served_count: Counter = Counter()  # served value -> broadcasts received
+        self.served_count: Counter = Counter()  # served value -> line messages received
+        self.frames = 0  # every message after the snapshot
         self.admitted_total = self.first_total = self.opened = 0
         self.closing = False
         self.seat_lag: list[float] = []  # per ``seats`` message: its oldest change's age
@@ -122,7 +123,9 @@ class Clients:
             self.first_total += 1
             if (kind, message.get("status")) != ("position", "WAITING"):
                 self.counts[f"error:bad_snapshot:{kind}:{message.get('status')}"] += 1
-        elif kind == "admitted":
+            return
+        self.frames += 1
+        if kind == "admitted":
             if s.admitted_at is not None:
                 self.counts["error:admitted_twice"] += 1
                 return
@@ -142,10 +145,10 @@ class Clients:
                     self.seat_lag.append(lag)
                 elif (k := random.randrange(self.seat_lag_seen)) < LAG_SAMPLE:
                     self.seat_lag[k] = lag
-        elif kind == "position" and "status" not in message:  # the per-tick broadcast
+        elif kind == "line":  # the line state: near the head every tick, now and then further back
             served = message.get("served")
             if served in s.served_at:
-                self.counts["error:broadcast_twice"] += 1
+                self.counts["error:line_twice"] += 1
                 return
             s.served_at[served] = now
             self.served_count[served] += 1
@@ -162,17 +165,22 @@ class Clients:
             "counts": dict(self.counts),
         }
 
-    async def _await_tick(self, served: int, admitted_expected: int, deadline: float) -> dict:
-        """Until every open socket has the broadcast of ``served`` and the
-        admitted pushes add up to ``admitted_expected``, or the deadline."""
+    async def _await_tick(
+        self, served: int, admitted_expected: int, near: int, deadline: float
+    ) -> dict:
+        """Until ``near`` sockets (the next batch) have the line state of
+        ``served`` and the admitted pushes add up to ``admitted_expected``,
+        or the deadline; then a short quiet, so the tick's far frames are in."""
         while time.monotonic() < deadline:
-            if (
-                self.served_count[served] >= self.opened
-                and self.admitted_total >= admitted_expected
-            ):
+            if self.served_count[served] >= near and self.admitted_total >= admitted_expected:
                 break
             await asyncio.sleep(0.01)
-        return {"broadcasts": self.served_count[served], "admitted": self.admitted_total}
+        await asyncio.sleep(0.2)
+        return {
+            "broadcasts": self.served_count[served],
+            "admitted": self.admitted_total,
+            "frames": self.frames,
+        }
 
     async def _await_seats(self, changes: int, deadline: float) -> dict:
         """Until every open socket has heard ``changes`` seat changes, or the deadline."""

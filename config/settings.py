@@ -192,11 +192,11 @@ CACHES = {
 
 CHANNEL_LAYERS = {
     "default": {
-        # Pub/sub layer: a group broadcast is one PUBLISH per event, whatever
-        # the number of sockets listening (SPEC: no per-customer cost per tick);
-        # pushes reach this process's sockets in order, from one task
-        # (fairqueue/channel_layer.py).
-        "BACKEND": "fairqueue.channel_layer.PushFanoutChannelLayer",
+        # Pub/sub layer: a group message is one PUBLISH, whatever the number
+        # of sockets listening. A tick is one message per event, which each
+        # daphne process's registry hands to the sockets that need it
+        # (queueing/line_sockets.py): no per-customer cost per tick.
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL]},
     }
 }
@@ -295,6 +295,10 @@ CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
 # Admission and the Postgres guard are what really gate, so a second of
 # staleness only delays a status change by that second.
 QUEUE_EVENT_CACHE_SECONDS = env.float("QUEUE_EVENT_CACHE_SECONDS", default=1.0)
+# After the pre-queue draw every page learns its new place once: spread over
+# (waiting / this) seconds, within a tick and a minute (the line state's
+# relearn_within_seconds), so the origin sees about this many a second.
+QUEUE_RELEARN_PER_SECOND = env.float("QUEUE_RELEARN_PER_SECOND", default=1000.0)
 CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
 # Live seat-map deltas: at most one message per reserved tier per this many
 # seconds per process, whatever the number of seats that changed.

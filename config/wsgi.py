@@ -6,7 +6,8 @@ run next, so Django's database connections come from a pool of WEB_THREADS
 per worker, always: one persistent connection per thread would be hundreds.
 A request's body is read before it waits for a slot, up to the most Django
 holds in memory for a request (the larger of DATA_UPLOAD_MAX_MEMORY_SIZE and
-FILE_UPLOAD_MAX_MEMORY_SIZE).
+FILE_UPLOAD_MAX_MEMORY_SIZE). The public line state, the same bytes for
+everyone, is answered before Django and the lanes (queueing/wsgi.py).
 """
 
 import os
@@ -24,8 +25,16 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from fairqueue.lanes import LanedApp  # noqa: E402
 
-application = LanedApp(
-    get_wsgi_application(),
-    slots=SLOTS,
-    read_ahead=max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, settings.FILE_UPLOAD_MAX_MEMORY_SIZE),
+django_application = get_wsgi_application()
+
+from queueing.wsgi import LineStateFirst  # noqa: E402  (after Django is set up)
+
+application = LineStateFirst(
+    LanedApp(
+        django_application,
+        slots=SLOTS,
+        read_ahead=max(
+            settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+        ),
+    )
 )

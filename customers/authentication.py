@@ -17,19 +17,28 @@ from customers.tokens import CustomerPrincipal
 from fairqueue.errors import ErrorCode, Unauthenticated
 
 
+def bearer_token(request: Request) -> str | None:
+    """The token of ``Authorization: Bearer <token>``; None without one (401
+    for a malformed header). A view that checks the token itself (queueing's
+    position read, which reads the sign-out state in its own round trip)
+    starts here."""
+    header = get_authorization_header(request).split()
+    if not header or header[0].lower() != b"bearer":
+        return None
+    if len(header) != 2:
+        raise Unauthenticated("The Authorization header must be 'Bearer <token>'.")
+    try:
+        return header[1].decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
+
+
 class CustomerTokenAuthentication(BaseAuthentication):
-    keyword = b"bearer"
 
     def authenticate(self, request: Request) -> tuple[CustomerPrincipal, str] | None:
-        header = get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword:
+        token = bearer_token(request)
+        if token is None:
             return None
-        if len(header) != 2:
-            raise Unauthenticated("The Authorization header must be 'Bearer <token>'.")
-        try:
-            token = header[1].decode("ascii")
-        except UnicodeDecodeError as exc:
-            raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
         return customer_token_authenticate(token), token
 
     def authenticate_header(self, request: Request) -> str:

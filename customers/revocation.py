@@ -45,7 +45,17 @@ class AuthStateStore(RedisStore):
     @best_effort(None)
     def read(self, *, customer_id: object, jti: str) -> tuple[int, bool] | None:
         """(version, this jti revoked), or None when Redis does not know."""
-        version, revoked = self.r.hmget(self.key(customer_id), ["v", f"r:{jti}"])
+        return self.parse(self.r.hmget(self.key(customer_id), self.fields(jti)))
+
+    @staticmethod
+    def fields(jti: str) -> list[str]:
+        """What ``read`` reads of the hash (``key``): a caller may read them
+        in its own round trip and hand the values to ``parse``."""
+        return ["v", f"r:{jti}"]
+
+    @staticmethod
+    def parse(reply: list) -> tuple[int, bool] | None:
+        version, revoked = reply
         if version is None:
             return None
         return int(version), revoked is not None
@@ -111,8 +121,18 @@ def customer_token_authenticate(token: str) -> CustomerPrincipal:
     """``customer_token_verify`` plus sign-out: 401 ``token_revoked`` for a
     token signed out, or older than the customer's last "sign out everywhere"."""
     principal = customer_token_verify(token)
+    cached = auth_state_store().read(customer_id=principal.id, jti=principal.jti)
+    return customer_token_settle(principal, cached)
+
+
+def customer_token_settle(
+    principal: CustomerPrincipal, cached: tuple[int, bool] | None
+) -> CustomerPrincipal:
+    """The sign-out decision for a verified token, from its state as Redis
+    answered it (``AuthStateStore.read``, or a caller's own read of its
+    ``key`` and ``fields``); None: Redis did not know, Postgres decides (and the state is
+    cached again)."""
     store = auth_state_store()
-    cached = store.read(customer_id=principal.id, jti=principal.jti)
     if cached is None:
         state = _state_from_postgres(principal.id)
         if state is None:

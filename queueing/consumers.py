@@ -2,9 +2,11 @@
 
 Thin: checks from where and who (a single-use ticket from
 ``POST /api/v1/events/<id>/queue/ws-ticket/``; the long-lived customer token
-is not accepted in a URL), joins two groups (the event, and this customer of
-this event), sends a snapshot, then forwards what the services broadcast
-(``queue.push`` messages). Close codes: 4401 missing, used, expired or
+is not accepted in a URL), joins two groups (the event's status news, and
+this customer's own news outside a tick), joins this process's registry of
+the event's sockets (``queueing.line_sockets``: the tick's news and the
+line's movement), sends a snapshot, then forwards what the services
+broadcast (``queue.push`` messages). Close codes: 4401 missing, used, expired or
 foreign ticket, 4403 origin not allowed, 4404 unknown event, 4503 tickets
 cannot be checked right now (retry). The handshake is accepted before
 closing so browsers see the code (a refused handshake is a bare 403).
@@ -25,9 +27,11 @@ from django.http.request import validate_host
 
 from fairqueue.broadcast import PUSH_TYPE, customer_group, event_group
 from fairqueue.errors import AppError
+from queueing.domain import QueueStatus
+from queueing.line_sockets import LineSockets, line_sockets
 from queueing.selectors import event_snapshot
 from queueing.serializers import position_body
-from queueing.services import queue_position, ws_ticket_redeem
+from queueing.services import PositionResult, queue_position, ws_ticket_redeem
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +69,7 @@ def _header(scope: dict, name: bytes) -> str | None:
 
 class QueueConsumer(AsyncJsonWebsocketConsumer):
     groups_joined: list[str]
+    line: LineSockets | None = None
 
     async def connect(self) -> None:
         self.groups_joined = []
@@ -95,13 +100,10 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
         for group in (event_group(event_id), customer_group(event_id, customer_id)):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
+        # Before the snapshot: a tick between the two reaches this socket.
+        self.line = line_sockets(self.channel_layer, event_id)
+        await self.line.add(self)
         await self.send_json(await self._snapshot())
-        # From now on pushes come straight from the layer's fan-out task, in
-        # the order they were sent (after the snapshot: a push that came in
-        # meanwhile waits in the channel's queue, the usual way).
-        add_handler = getattr(self.channel_layer, "push_handler_add", None)
-        if add_handler is not None:
-            add_handler(self.channel_name, self.queue_push)
 
     async def _snapshot(self) -> dict[str, Any]:
         try:
@@ -109,13 +111,34 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
                 event_id=self.event_id, customer_id=self.customer_id
             )
         except AppError as exc:  # not in the queue (yet): say so, stay connected
+            self._place(None)
             return {"type": "position", "status": None, "position": None, "code": exc.code}
+        self._place(result)
         return {"type": "position", "event_id": str(self.event_id), **position_body(result)}
 
+    def _place(self, result: PositionResult | None) -> None:
+        """Where the registry counts this socket from (its page counts the
+        same way): position + served at this snapshot."""
+        if self.line is None:
+            return
+        if result is None or result.status != QueueStatus.WAITING:
+            self.line.place(self, waiting=False, number=None, epoch=None)
+            return
+        number = None
+        if result.position is not None and result.served is not None:
+            number = result.position + result.served
+        self.line.place(self, waiting=True, number=number, epoch=result.epoch)
+
+    async def send_text(self, text: str) -> None:
+        """A frame from the registry (encoded once for every socket)."""
+        try:
+            await self.send(text_data=text)
+        except Disconnected:  # closed meanwhile: its disconnect cleans up
+            logger.debug("queue push to a closed socket dropped")
+
     async def disconnect(self, code: int) -> None:
-        discard_handler = getattr(self.channel_layer, "push_handler_discard", None)
-        if discard_handler is not None:
-            discard_handler(self.channel_name)
+        if self.line is not None:
+            await self.line.remove(self)
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -132,28 +155,25 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(await self._snapshot())
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Pushes skip channels' per-message database cleanup: it runs in
-        one shared thread, so at 10,000 sockets every push of a tick queued
-        behind the others there (docs/BENCHMARKS.md). A push never touches
-        the database; everything else goes the usual way. (Once the
-        snapshot is out, the layer's fan-out calls queue_push directly;
-        this path is for pushes that came before, and other layers.)"""
+        """Pushes skip channels' per-message database cleanup (it runs in one
+        shared thread, so an event-wide push to thousands of sockets queued
+        there); a push never touches the database. Everything else goes the
+        usual way."""
         if message.get("type") == PUSH_TYPE:
             await self.queue_push(message)
             return
         await super().dispatch(message)
 
     async def queue_push(self, event: dict[str, Any]) -> None:
-        # Called by the layer's one fan-out task for every socket of the
-        # process (fairqueue/channel_layer.py): it must never wait; daphne's
-        # send only buffers the frame.
+        # The client may have left while the push was on its way (daphne
+        # raises; thousands of times per sale as buyers close the page): the
+        # disconnect message that follows cleans up; a push is best effort.
+        if event.get("out_of_line"):  # admitted or expired outside a tick
+            self._place(None)
+        if "text" in event:  # encoded once by the sender (queueing.pushes)
+            await self.send_text(event["text"])
+            return
         try:
-            if "text" in event:  # encoded once by the sender (queueing.pushes)
-                await self.send(text_data=event["text"])
-            else:
-                await self.send_json(event["message"])
+            await self.send_json(event["message"])
         except Disconnected:
-            # The client left while the push was on its way (daphne raises;
-            # thousands of times per sale as buyers close the page). The
-            # disconnect message that follows cleans up; a push is best effort.
             logger.debug("queue push to a closed socket dropped")

@@ -96,3 +96,76 @@ def poll_after_seconds(
     if until_start > 0:
         after = until_start + spread * min(float(PREQUEUE_SPREAD_SECONDS), after)
     return math.ceil(after)
+
+
+# --- the public line state ---------------------------------------------------------------
+#
+# One document per event, the same bytes for everyone, written once per tick
+# (``queueing.services.line_state``). A page learns its own number once (its
+# score, and its place with the served counter of that moment), then places
+# itself from this document alone:
+# - its place is ``position - (served - served at the snapshot)``: every
+#   admission since the snapshot took someone ahead of it, and a customer who
+#   left ahead only makes the truth better, so the place shown is never
+#   better than the truth;
+# - it is admitted once ``frontier >= its score``: the tick admits the lowest
+#   (score, customer) WAITING entries, so the highest score admitted passes a
+#   waiting customer's score exactly when the tick admits them (on a tie of
+#   scores the page asks, and an answer of WAITING is the tie going the other
+#   way);
+# - ``epoch`` changes when every page must learn its number again: the
+#   pre-queue draw at sale start gives the pre-queue new scores.
+# It holds nothing a customer could use to move in the line: counters, the
+# highest score admitted (a join time, or a draw rank), the rate, the status.
+
+# Pages that must learn their number again (after the draw) come back spread
+# over ``waiting / RELEARN_PER_SECOND`` seconds, within a tick and this.
+RELEARN_MAX_SECONDS = 60
+
+
+def relearn_within_seconds(*, waiting: int | None, per_second: float, interval: float) -> int:
+    """The window over which pages spread their questions after an epoch
+    change: long enough that the origin sees about ``per_second`` of them,
+    at least a tick, at most RELEARN_MAX_SECONDS."""
+    spread = (waiting or 0) / per_second if per_second > 0 else RELEARN_MAX_SECONDS
+    return math.ceil(min(float(RELEARN_MAX_SECONDS), max(interval, spread)))
+
+
+def line_epoch(*, prequeue_drawn: bool) -> int:
+    """0 until the pre-queue draw, 1 after it (an event without a pre-queue
+    stays at 0): the scores of one epoch never change."""
+    return 1 if prequeue_drawn else 0
+
+
+def line_state_body(
+    *,
+    event_id: str,
+    status: str,
+    epoch: int,
+    served: int,
+    frontier: int | None,
+    waiting: int | None,
+    rate_per_second: float | None,
+    batch_size: int,
+    interval_seconds: float,
+    at_ms: int,
+    next_tick_ms: int,
+    relearn_within: int,
+) -> dict[str, object]:
+    """The document, in the order it is written (see above). The socket
+    sends the same bytes as a ``line`` message."""
+    return {
+        "type": "line",
+        "event_id": event_id,
+        "status": status,
+        "epoch": epoch,
+        "served": served,
+        "frontier": frontier,
+        "waiting": waiting,
+        "rate_per_second": round(rate_per_second, 3) if rate_per_second is not None else None,
+        "admission_batch_size": batch_size,
+        "interval_seconds": interval_seconds,
+        "at": at_ms,
+        "next_tick_at": next_tick_ms,
+        "relearn_within_seconds": relearn_within,
+    }

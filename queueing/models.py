@@ -50,6 +50,10 @@ class AdmissionState(models.Model):
 
     ``served``: customers admitted so far, counted by the tick under the
     event's row lock; the Redis ``served`` counter is set from it.
+    ``frontier``: the highest score admitted so far (None: nobody yet). The
+    tick admits the lowest (score, customer) WAITING entries, so a page that
+    knows its own score learns its admission from the public line state
+    (``queueing.line_state``) when the frontier reaches it.
 
     The admission clock: windows run out only while the waiting room works.
     ``stopped_since`` is set when Redis was found unreachable (by a tick, or
@@ -62,6 +66,7 @@ class AdmissionState(models.Model):
         "events.Event", primary_key=True, on_delete=models.CASCADE, related_name="+"
     )
     served = models.PositiveBigIntegerField(default=0)
+    frontier = models.BigIntegerField(null=True, blank=True)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     stopped_since = models.DateTimeField(null=True, blank=True)
 

@@ -28,13 +28,20 @@ class EventSnapshot:
     sale_end: datetime
     prequeue_opens_at: datetime | None
     admission_batch_size: int
+    prequeue_shuffled_at: datetime | None
 
 
 def _load_event(event_id: uuid.UUID | str) -> EventSnapshot | None:
     row = (
         Event.objects.filter(pk=event_id)
         .values_list(
-            "id", "status", "sale_start", "sale_end", "prequeue_opens_at", "admission_batch_size"
+            "id",
+            "status",
+            "sale_start",
+            "sale_end",
+            "prequeue_opens_at",
+            "admission_batch_size",
+            "prequeue_shuffled_at",
         )
         .first()
     )

@@ -2,12 +2,22 @@
 
 from rest_framework import serializers
 
+from queueing.domain import QueueStatus
 from queueing.services import JoinResult, PositionResult
 
 POLL_AFTER_HELP = (
     "While WAITING: seconds after which a client without the WebSocket should ask for its "
     "place again (every admission tick near the head of the line, seldom far back; before "
     "the sale starts, spread after the start, when the pre-queue is drawn). Null otherwise."
+)
+
+SCORE_HELP = (
+    "The customer's number in the line: admitted once the line state's `frontier` reaches it "
+    "(GET events/{id}/queue/state/)."
+)
+EPOCH_HELP = (
+    "The epoch of `score` and `position`: when the line state's `epoch` differs, learn the "
+    "number again (the pre-queue draw gives new ones). Null: learn it again now."
 )
 
 
@@ -29,6 +39,8 @@ class QueueJoinedSerializer(serializers.Serializer):
         "total; a client's position moves forward by the difference.",
     )
     poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
+    score = serializers.IntegerField(allow_null=True, help_text=SCORE_HELP)
+    epoch = serializers.IntegerField(allow_null=True, help_text=EPOCH_HELP)
 
 
 class QueuePositionSerializer(serializers.Serializer):
@@ -37,6 +49,12 @@ class QueuePositionSerializer(serializers.Serializer):
     eta_seconds = serializers.IntegerField(allow_null=True)
     served = serializers.IntegerField(allow_null=True)
     poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
+    score = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Only while WAITING: " + SCORE_HELP
+    )
+    epoch = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Only while WAITING: " + EPOCH_HELP
+    )
     admission_token = serializers.CharField(
         required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
     )
@@ -63,6 +81,8 @@ def joined_body(result: JoinResult) -> dict:
         "eta_seconds": result.eta_seconds,
         "served": result.served,
         "poll_after_seconds": result.poll_after_seconds,
+        "score": result.score,
+        "epoch": result.epoch,
     }
 
 
@@ -74,6 +94,9 @@ def position_body(result: PositionResult) -> dict:
         "served": result.served,
         "poll_after_seconds": result.poll_after_seconds,
     }
+    if result.status == QueueStatus.WAITING:
+        body["score"] = result.score
+        body["epoch"] = result.epoch
     if result.admission_token and result.admission_expires_at:
         body["admission_token"] = result.admission_token
         body["admission_expires_at"] = result.admission_expires_at.isoformat()

@@ -15,6 +15,8 @@ Keys (``fq:{<event_id>}:queue:...``):
   set holds only who joined since): joins and position reads answer from
   Postgres, and the next admission tick rebuilds the line.
 - ``checked``: present while the last full reconciliation is recent.
+- ``state``: the public line state, JSON bytes written once per tick and
+  answered as they are (``queueing.line_state``).
 
 Everything here can be rebuilt from Postgres (invariant 2).
 
@@ -26,15 +28,18 @@ which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+import redis
+
 from fairqueue.redis import RedisStore, best_effort, event_key, required, text
-from queueing.bulk import PipelinedSender, pack_zadd
 
 REBUILD_BATCH = 10_000
+PIPELINE_BATCHES = 10
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class JoinAnswer:
     rate: float | None
     served: int | None
     line_built: bool  # False: the rank is not an answer (the line is not rebuilt yet)
+    epoch: int = 0  # 1 once the pre-queue draw reached Redis
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ class PositionAnswer:
     admitted_until_ms: int | None
     rate: float | None
     served: int | None
+    score: int | None = None  # the customer's score in the waiting set
+    epoch: int = 0  # 1 once the pre-queue draw reached Redis
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,7 @@ class AdmitAnswer:
     rate: float | None
     behind: bool  # an earlier admission never reached Redis: readmit
     line_built: bool  # False: the line marker is gone, the line needs a rebuild
+    waiting: int | None = None  # the waiting set's size (None: the line is not built)
 
 
 def _float(value: str | bytes | None) -> float | None:
@@ -110,6 +119,10 @@ class QueueStore(RedisStore):
     def line_key(event_id: object) -> str:
         return event_key(event_id, "queue", "line")
 
+    @staticmethod
+    def state_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "state")
+
     # --- hot path ---------------------------------------------------------
     @best_effort(False)
     def ping(self) -> bool:
@@ -120,13 +133,14 @@ class QueueStore(RedisStore):
     def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
         """Add to the waiting line, unless a tick already moved the customer to
         the admitted set (its Postgres row was committed before this add)."""
-        rank, rate, served, line = self.scripts["join"](
+        rank, rate, served, line, epoch = self.scripts["join"](
             keys=[
                 self.waiting_key(event_id),
                 self.rate_key(event_id),
                 self.served_key(event_id),
                 self.admitted_key(event_id),
                 self.line_key(event_id),
+                self.shuffled_key(event_id),
             ],
             args=[score, str(customer_id)],
         )
@@ -136,6 +150,7 @@ class QueueStore(RedisStore):
             rate=_float(rate),
             served=_int(served),
             line_built=bool(line),
+            epoch=int(epoch),
         )
 
     @best_effort(None)
@@ -145,22 +160,47 @@ class QueueStore(RedisStore):
 
     @best_effort(None)
     def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
-        rank, admitted_until, rate, served = self.scripts["position"](
-            keys=[
-                self.waiting_key(event_id),
-                self.admitted_key(event_id),
-                self.rate_key(event_id),
-                self.served_key(event_id),
-                self.line_key(event_id),
-            ],
-            args=[str(customer_id)],
+        reply = self.scripts["position"](
+            keys=self._position_keys(event_id), args=[str(customer_id)]
         )
+        return self._position_answer(reply)
+
+    def _position_keys(self, event_id: object) -> list[str]:
+        return [
+            self.waiting_key(event_id),
+            self.admitted_key(event_id),
+            self.rate_key(event_id),
+            self.served_key(event_id),
+            self.line_key(event_id),
+            self.shuffled_key(event_id),
+        ]
+
+    @staticmethod
+    def _position_answer(reply: list) -> PositionAnswer:
+        rank, admitted_until, rate, served, score, epoch = reply
         return PositionAnswer(
             rank=_int(rank),
             admitted_until_ms=int(float(admitted_until)) if admitted_until is not None else None,
             rate=_float(rate),
             served=_int(served),
+            score=int(float(score)) if score is not None else None,
+            epoch=int(epoch),
         )
+
+    @best_effort(None)
+    def position_with(
+        self, *, event_id: object, customer_id: object, hash_key: str, fields: list[str]
+    ) -> tuple[PositionAnswer, list] | None:
+        """``position`` and the caller's HMGET of ``fields`` of ``hash_key``
+        in the same script (one command, one round trip); (answer, the
+        values). None on a cluster (the hash is on another node: the caller
+        reads one after the other) or when Redis could not be asked."""
+        if isinstance(self.r, redis.RedisCluster):
+            return None
+        reply = self.scripts["position"](
+            keys=[*self._position_keys(event_id), hash_key], args=[str(customer_id), *fields]
+        )
+        return self._position_answer(reply[:6]), reply[6]
 
     @best_effort(None)
     def leave(self, *, event_id: object, customer_id: object) -> None:
@@ -196,7 +236,7 @@ class QueueStore(RedisStore):
         ``sample`` (the tick could admit); the served counter becomes
         ``served`` (Postgres' count after this tick) unless it is already
         higher, or Redis is behind (``lua/admit.lua``)."""
-        served_now, rate, behind, line = self.scripts["admit"](
+        served_now, rate, behind, line, waiting = self.scripts["admit"](
             keys=[
                 self.waiting_key(event_id),
                 self.admitted_key(event_id),
@@ -222,6 +262,7 @@ class QueueStore(RedisStore):
             rate=_float(rate),
             behind=bool(behind),
             line_built=bool(line),
+            waiting=int(waiting) if line else None,
         )
 
     @best_effort(None)
@@ -250,6 +291,22 @@ class QueueStore(RedisStore):
         mapping = dict(members)
         if mapping:
             self.r.zadd(self.admitted_key(event_id), mapping)
+
+    @best_effort(None)
+    def state(self, *, event_id: object) -> str | None:
+        """The public line state as stored (one GET); None when missing or
+        when Redis could not be asked."""
+        body = self.r.get(self.state_key(event_id))
+        return text(body) if body is not None else None
+
+    @best_effort(None)
+    def state_set(self, *, event_id: object, body: str, ttl_ms: int) -> None:
+        self.r.set(self.state_key(event_id), body, px=ttl_ms)
+
+    @best_effort(None)
+    def state_add(self, *, event_id: object, body: str, ttl_ms: int) -> None:
+        """Store the state unless one is there (a tick's is fresher)."""
+        self.r.set(self.state_key(event_id), body, px=ttl_ms, nx=True)
 
     @best_effort(None)
     def served_init(self, *, event_id: object, served: int) -> None:
@@ -315,29 +372,24 @@ class QueueStore(RedisStore):
     def add_many(
         self, *, key: str, members: Iterable[tuple[str, int]], only_existing: bool = False
     ) -> int:
-        """ZADD in batches of ``REBUILD_BATCH``, pipelined: the batches are
-        encoded here and written by a second thread on one connection while
-        this one reads the next rows from Postgres; replies are read at the
-        end (``queueing.bulk``). Same member, same score: idempotent.
-        Returns the members sent."""
-        sender = PipelinedSender(self.r, key)
+        """ZADD in batches of ``REBUILD_BATCH``, PIPELINE_BATCHES batches per
+        round trip (redis-py's pipeline; hiredis packs the commands). Same
+        member, same score: idempotent. Returns the members sent."""
+        pipe = self.r.pipeline(transaction=False)
+        flags = ["XX"] if only_existing else []
         sent = 0
-        batch: list[tuple[str, int]] = []
-        head = [b"ZADD", key.encode(), *([b"XX"] if only_existing else [])]
-        try:
-            for member, score in members:
-                batch.append((member, score))
-                if len(batch) >= REBUILD_BATCH:
-                    sender.put(pack_zadd(head, batch))
-                    sent += len(batch)
-                    batch = []
-            if batch:
-                sender.put(pack_zadd(head, batch))
-                sent += len(batch)
-        except BaseException:
-            sender.abort()
-            raise
-        sender.finish()
+        rows = iter(members)
+        while batch := list(itertools.islice(rows, REBUILD_BATCH)):
+            pipe.execute_command(
+                "ZADD",
+                key,
+                *flags,
+                *itertools.chain.from_iterable((score, member) for member, score in batch),
+            )
+            sent += len(batch)
+            if len(pipe) >= PIPELINE_BATCHES:
+                pipe.execute()
+        pipe.execute()
         return sent
 
     @required
@@ -386,6 +438,7 @@ class QueueStore(RedisStore):
             self.rate_key(event_id),
             self.ticks_key(event_id),
             self.line_key(event_id),
+            self.state_key(event_id),
         )
 
 

@@ -1,8 +1,13 @@
 from django.urls import path
 
-from queueing.views import QueuePositionView, QueueView, QueueWsTicketView
+from queueing.views import QueueLineStateView, QueuePositionView, QueueView, QueueWsTicketView
 
 urlpatterns = [
+    path(
+        "events/<uuid:event_id>/queue/state/",
+        QueueLineStateView.as_view(),
+        name="queue-state",
+    ),
     path("events/<uuid:event_id>/queue/", QueueView.as_view(), name="queue"),
     path(
         "events/<uuid:event_id>/queue/position/",

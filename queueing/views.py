@@ -8,17 +8,20 @@ exception handler as the one envelope. Their serializers describe the bodies
 for the schema."""
 
 import json
+from typing import Any
 
-from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from customers.authentication import IsCustomer, customer_of
+from customers.authentication import IsCustomer, bearer_token, customer_of
+from customers.tokens import customer_token_verify
 from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
 from fairqueue.clientip import client_ip
+from fairqueue.errors import ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
@@ -27,7 +30,10 @@ from queueing.serializers import (
     joined_body,
     position_body,
 )
-from queueing.services import queue_abandon, queue_join, queue_position, ws_ticket_issue
+from queueing.services import queue_abandon, queue_join, ws_ticket_issue
+from queueing.services.join import queue_position_signed_in
+from queueing.services.line_state import line_state_answer
+from queueing.wsgi import CACHE_CONTROL
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -83,6 +89,22 @@ class QueueView(HotPathView):
 
 
 class QueuePositionView(HotPathView):
+    def perform_authentication(self, request: Request) -> None:
+        """The token's signature here, its sign-out state read with the
+        place in one Redis round trip (``queue_position_signed_in``); the
+        view answers what was read. No token: the usual path (IsCustomer
+        refuses it)."""
+        token = bearer_token(request)
+        if token is None:
+            return
+        principal = customer_token_verify(token)
+        # A DRF Request takes attributes its type does not list: the view answers it.
+        request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
+            event_id=self.kwargs["event_id"], principal=principal
+        )
+        request.auth = token
+        request.user = principal  # type: ignore[assignment]  # a customer, as the token class gives
+
     @extend_schema(
         operation_id="queue_position",
         summary="Where am I in the line (and my admission token once admitted)",
@@ -92,8 +114,8 @@ class QueuePositionView(HotPathView):
         },
     )
     def get(self, request: Request, event_id: str) -> HttpResponse:
-        result = queue_position(event_id=event_id, customer_id=customer_of(request).id)
-        return _json(position_body(result))
+        customer_of(request)  # IsCustomer ran: the place was read with the sign-in
+        return _json(position_body(request.queue_position))  # type: ignore[attr-defined]  # read with the sign-in
 
 
 class QueueWsTicketView(APIView):
@@ -114,3 +136,46 @@ class QueueWsTicketView(APIView):
         issued = ws_ticket_issue(event_id=event_id, customer_id=customer_of(request).id)
         body = {"ticket": issued.ticket, "expires_in": issued.expires_in}
         return Response(WsTicketSerializer(body).data, status=201)
+
+
+class QueueLineStateView(APIView):
+    """The public line state: no sign-in, the same bytes for everyone,
+    cacheable. Under the web server it is answered before Django
+    (``queueing.wsgi``); this view answers the rest (a state to build from
+    Postgres, HEAD, the test client). DRF is here for the schema only:
+    ``dispatch`` answers without it (no request wrapping, authentication,
+    permissions or negotiation)."""
+
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            response = json_error(ErrorCode.METHOD_NOT_ALLOWED, "Only GET.", 405)
+            response["Allow"] = "GET, HEAD"
+            return response
+        return self.get(request, kwargs["event_id"])
+
+    @extend_schema(
+        operation_id="queue_line_state",
+        summary="The line as everyone sees it (public, cacheable)",
+        description=(
+            "How far admission has reached (`served`, `frontier`: the highest score admitted), "
+            "how many wait, the measured rate, the event's status, when the next tick is due, "
+            "and the `epoch` of the scores. Written once per admission tick; the same bytes "
+            "for every customer, `Cache-Control: public, max-age=1`. A page places itself "
+            "from it with its own `score` and `position` (docs/API.md)."
+        ),
+        auth=[],
+        responses={
+            200: OpenApiResponse(description="The line state (JSON)."),
+            404: error("event_not_found"),
+        },
+    )
+    def get(self, request: HttpRequest, event_id: Any) -> HttpResponse:
+        text = line_state_answer(event_id=event_id)
+        if text is None:
+            return json_error(ErrorCode.EVENT_NOT_FOUND, "No such event.", 404)
+        response = HttpResponse(text, content_type="application/json")
+        response["Cache-Control"] = CACHE_CONTROL
+        return response

@@ -43,6 +43,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     # waiting: a customer already in line, or signed in
     "queue": ({"event_id": E}, {"POST": ARRIVAL, "DELETE": WAITING, "GET": WAITING}),
     "queue-position": ({"event_id": E}, {"GET": WAITING}),
+    "queue-state": ({"event_id": E}, {"GET": WAITING}),
     "queue-ws-ticket": ({"event_id": E}, {"POST": WAITING}),
     "me-event": ({"event_id": E}, {"GET": WAITING}),
     "me": ({}, {"GET": WAITING}),

@@ -37,6 +37,7 @@ DOCUMENTED_ERRORS = {
     ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 503},
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
     ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404},
+    ("get", "/api/v1/events/{event_id}/queue/state/"): {404},
     ("post", "/api/v1/events/{event_id}/claims/"): BODY | IDEMPOTENT | {401, 403, 404, 410, 503},
     ("get", "/api/v1/claims/{claim_id}/"): {401, 404},
     ("delete", "/api/v1/claims/{claim_id}/"): {401, 404, 409},

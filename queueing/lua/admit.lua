@@ -19,7 +19,7 @@
 -- Postgres (this batch included), ARGV[7] 1 to record a rate sample (the tick
 -- could admit), ARGV[8..] customer ids
 -- Returns {served total as Redis has it (-1: none), rate as a string or false,
---          1 when behind, 1 when the line marker exists}
+--          1 when behind, 1 when the line marker exists, customers waiting}
 local n = #ARGV - 7
 for i = 8, #ARGV do
   redis.call('ZREM', KEYS[1], ARGV[i])
@@ -37,8 +37,9 @@ else
   redis.call('SET', KEYS[3], served)
 end
 local line = redis.call('EXISTS', KEYS[6])
+local waiting = redis.call('ZCARD', KEYS[1])
 if ARGV[7] ~= '1' then
-  return {served, redis.call('GET', KEYS[5]), behind, line}
+  return {served, redis.call('GET', KEYS[5]), behind, line, waiting}
 end
 local now = tonumber(ARGV[2])
 local interval = tonumber(ARGV[4])
@@ -59,4 +60,4 @@ end
 local rate = total * 1000 / (now - oldest + interval)
 local text = string.format('%.6f', rate)
 redis.call('SET', KEYS[5], text, 'PX', window * 2)
-return {served, text, behind, line}
+return {served, text, behind, line, waiting}

@@ -6,13 +6,19 @@
 -- line; without it (Redis was wiped and the line is not rebuilt yet) the
 -- customer is added all the same and the caller answers from Postgres.
 -- KEYS[1] waiting zset, KEYS[2] admission rate, KEYS[3] served counter, KEYS[4] admitted zset,
--- KEYS[5] line marker
+-- KEYS[5] line marker, KEYS[6] shuffled marker (the epoch: 1 once the pre-queue draw reached Redis)
 -- ARGV[1] score (the QueueEntry.score already committed to Postgres), ARGV[2] customer id
 -- Returns {rank (0-based) or -1 when already admitted, rate or false, served or false,
---          1 when the line marker exists}
+--          1 when the line marker exists, epoch}
 local rank = -1
 if not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
   redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
   rank = redis.call('ZRANK', KEYS[1], ARGV[2])
 end
-return {rank, redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3]), redis.call('EXISTS', KEYS[5])}
+return {
+  rank,
+  redis.call('GET', KEYS[2]),
+  redis.call('GET', KEYS[3]),
+  redis.call('EXISTS', KEYS[5]),
+  redis.call('EXISTS', KEYS[6]),
+}

@@ -46,12 +46,12 @@ Postgres, then ZREM; and only while the event's admission clock runs
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -60,22 +60,25 @@ from django.utils import timezone
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import EventStatus
 from events.models import Event
-from fairqueue.broadcast import customer_group, event_group
+from fairqueue.broadcast import customer_group
 from fairqueue.faults import fault_point
 from fairqueue.locks import event_row_lock, redis_lock
 from fairqueue.metrics import ADMISSION_TICK_DURATION, heal, timed
 from fairqueue.redis import RedisUnavailable
 from inventory.selectors import event_free_tickets
-from queueing.domain import QueueStatus, admission_capacity
+from queueing.domain import EndReason, QueueStatus, admission_capacity, line_epoch
 from queueing.models import QueueEntry
-from queueing.pushes import send_many
+from queueing.pushes import expired_text, send_expired, send_line, send_many
+from queueing.selectors import waiting_count
 from queueing.services.clock import (
+    Progress,
     admission_clock_advance,
-    admission_served,
+    admission_progress,
     admission_served_add,
     admission_state_ensure,
 )
-from queueing.services.expiry import admissions_expire
+from queueing.services.expiry import admissions_lapse
+from queueing.services.line_state import line_state_publish
 from queueing.services.prequeue import prequeue_shuffle, prequeue_to_redis
 from queueing.services.rebuild import queue_rebuild
 from queueing.store import queue_store
@@ -100,7 +103,7 @@ WHERE id = ANY(ARRAY(
     LIMIT %s
     FOR UPDATE SKIP LOCKED
 )) AND status = %s
-RETURNING id, customer_id
+RETURNING id, customer_id, score
 """  # noqa: S608
 
 
@@ -151,7 +154,12 @@ class Admitted:
     capacity: int = 0
     rows: list[tuple[uuid.UUID, uuid.UUID]] = field(default_factory=list)  # (entry, customer)
     expires_at: datetime | None = None  # None: the tick could not admit (no capacity, not on sale)
-    served: int = 0  # admitted so far, in Postgres, this tick included
+    # Admitted so far in Postgres (this tick included), and the highest score admitted.
+    progress: Progress = field(default_factory=lambda: Progress(0, None))
+
+    @property
+    def served(self) -> int:
+        return self.progress.served
 
 
 def _capacity(event: Event, now: datetime) -> int:
@@ -179,7 +187,7 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
         admission_state_ensure(event_id=event_id)  # before the admissions it counts
         capacity = _capacity(event, now)
         if capacity == 0:
-            return Admitted(event, served=admission_served(event_id=event_id))
+            return Admitted(event, progress=admission_progress(event_id=event_id))
         # Whole seconds: the admission token's expiry (JWT ``exp``) is then
         # exactly the admitted-set score, which admission_verify compares.
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
@@ -198,9 +206,14 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
                     QueueStatus.WAITING.value,
                 ],
             )
-            rows = cursor.fetchall()
-        served = admission_served_add(event_id=event_id, admitted=len(rows))
-    return Admitted(event, capacity, rows, expires_at, served)
+            found = cursor.fetchall()
+        progress = admission_served_add(
+            event_id=event_id,
+            admitted=len(found),
+            highest_score=max((score for _, _, score in found), default=None),
+        )
+    rows = [(entry, customer) for entry, customer, _ in found]
+    return Admitted(event, capacity, rows, expires_at, progress)
 
 
 @timed(ADMISSION_TICK_DURATION, label_from="event_id")
@@ -265,8 +278,8 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         clock = admission_clock_advance(event_id=event_id, now=now, redis_up=redis_up)
     if clock.given_back:
         _windows_given_back(event_id, clock.given_back)
-    if clock.running:
-        report.expired = admissions_expire(event_id=event_id, now=now)
+    expired = admissions_lapse(event_id=event_id, now=now) if clock.running else []
+    report.expired = len(expired)
     t_expire = time.perf_counter()
 
     admitted = _admit_in_postgres(event_id=event_id, now=now)
@@ -298,6 +311,9 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         # Redis moves them, and the position endpoint hands out the tokens.
         report.admitted, report.served = len(rows), admitted.served
         report.skipped = "redis_unavailable"
+        # The channel layer may still be there.
+        window = EndReason.ADMISSION_WINDOW.value
+        send_expired(event_id=event_id, customer_ids=expired, reason=window)
         return
     served, rate = answer.served, answer.rate
     if answer.behind:
@@ -307,40 +323,35 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         served = admitted.served
     report.rebuilt = not answer.line_built
     report.served, report.rate = served, rate
-    if expires_at is None:  # nothing could be admitted: nobody to tell
-        return
     t_redis = time.perf_counter()
 
-    expires_iso = expires_at.isoformat()
-    tokens = admission_tokens_issue(event_id=event.pk, expires_at=expires_at, entries=rows)
-    messages: list[tuple[str, dict[str, Any]]] = [
-        (
-            customer_group(event_id, customer_id),
-            {
-                "type": "admitted",
-                "event_id": str(event_id),
-                "admission_token": token,
-                "admission_expires_at": expires_iso,
-            },
-        )
-        for (_, customer_id), token in zip(rows, tokens, strict=True)
-    ]
+    news = [(c, _expired(event_id)) for c in expired]
+    if expires_at is not None and rows:
+        expires_iso = expires_at.isoformat()
+        tokens = admission_tokens_issue(event_id=event.pk, expires_at=expires_at, entries=rows)
+        news += [
+            (str(customer_id), _admitted(event_id, token, expires_iso))
+            for (_, customer_id), token in zip(rows, tokens, strict=True)
+        ]
     t_tokens = time.perf_counter()
-    # One message for everyone still waiting: each client subtracts the
-    # served counter from its own number (no per-customer cost per tick).
-    messages.append(
-        (
-            event_group(event_id),
-            {
-                "type": "position",
-                "event_id": str(event_id),
-                "served": served,
-                "admitted": len(rows),
-                "rate_per_second": round(rate or 0.0, 3),
-            },
-        )
+    # The public line state, and one message for every daphne process with
+    # sockets of the event: the state and the news of this tick's customers
+    # (queueing/line_sockets.py decides which sockets hear what).
+    progress = Progress(
+        served if served is not None else admitted.served, admitted.progress.frontier
     )
-    send_many(messages)
+    # The line's length: Redis' count, or Postgres' while the line is not
+    # rebuilt (the tick after a wipe).
+    waiting = answer.waiting if answer.waiting is not None else waiting_count(event_id=event_id)
+    state = line_state_publish(event=event, progress=progress, waiting=waiting, rate=rate, now=now)
+    send_line(
+        event_id=event_id,
+        state=state,
+        served=progress.served,
+        admitted=len(rows),
+        epoch=line_epoch(prequeue_drawn=event.prequeue_shuffled_at is not None),
+        news=news,
+    )
     t_push = time.perf_counter()
 
     report.admitted, report.served, report.rate = len(rows), served, rate
@@ -361,6 +372,21 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
             served,
             report.timings_ms,
         )
+
+
+def _admitted(event_id: uuid.UUID | str, token: str, expires_iso: str) -> str:
+    return json.dumps(
+        {
+            "type": "admitted",
+            "event_id": str(event_id),
+            "admission_token": token,
+            "admission_expires_at": expires_iso,
+        }
+    )
+
+
+def _expired(event_id: uuid.UUID | str) -> str:
+    return expired_text(event_id=event_id, reason=EndReason.ADMISSION_WINDOW.value)
 
 
 def _tell_admitted(

@@ -58,8 +58,8 @@ RETURNING id, customer_id, admission_expires_at
 """  # noqa: S608
 
 _ENSURE_SQL = f"""
-INSERT INTO {_STATE} (event_id, served, last_tick_at, stopped_since)
-SELECT %(event_id)s, count(*), NULL, NULL FROM {_QUEUE}
+INSERT INTO {_STATE} (event_id, served, frontier, last_tick_at, stopped_since)
+SELECT %(event_id)s, count(*), max(score), NULL, NULL FROM {_QUEUE}
 WHERE event_id = %(event_id)s AND admitted_at IS NOT NULL
 ON CONFLICT (event_id) DO NOTHING
 """  # noqa: S608
@@ -157,21 +157,44 @@ def admission_clock_advance(
     return answer
 
 
-def admission_served_add(*, event_id: uuid.UUID | str, admitted: int) -> int:
+@dataclass(frozen=True)
+class Progress:
+    """How far admission has reached: customers admitted so far, and the
+    highest score admitted (None: nobody yet)."""
+
+    served: int
+    frontier: int | None
+
+
+def admission_served_add(
+    *, event_id: uuid.UUID | str, admitted: int, highest_score: int | None
+) -> Progress:
     """Inside the admitting transaction (event row locked), after
     ``admission_state_ensure`` ran before the admissions: count ``admitted``
-    more as served; returns the total."""
+    more as served and move the frontier up to ``highest_score`` (never
+    down: a join whose score was taken before a tick may commit after it);
+    returns the totals."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {_STATE} SET served = served + %s WHERE event_id = %s RETURNING served",  # noqa: S608
-            [admitted, event_id],
+            f"UPDATE {_STATE} SET served = served + %s, "  # noqa: S608
+            "frontier = GREATEST(frontier, %s::bigint) WHERE event_id = %s "
+            "RETURNING served, frontier",
+            [admitted, highest_score, event_id],
         )
-        return int(cursor.fetchone()[0])
+        served, frontier = cursor.fetchone()
+        return Progress(int(served), frontier)
+
+
+def admission_progress(*, event_id: uuid.UUID | str) -> Progress:
+    """Postgres' count of customers admitted so far and the frontier."""
+    row = (
+        AdmissionState.objects.filter(event_id=event_id)
+        .values_list("served", "frontier")
+        .first()
+    )
+    return Progress(int(row[0]), row[1]) if row else Progress(0, None)
 
 
 def admission_served(*, event_id: uuid.UUID | str) -> int:
     """Customers admitted so far (Postgres' count, ``AdmissionState.served``)."""
-    served = (
-        AdmissionState.objects.filter(event_id=event_id).values_list("served", flat=True).first()
-    )
-    return int(served or 0)
+    return admission_progress(event_id=event_id).served

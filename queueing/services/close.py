@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus
 from queueing.models import QueueEntry
-from queueing.pushes import send_expired
+from queueing.pushes import send_sale_ended
 from queueing.store import queue_store
 
 logger = logging.getLogger(__name__)
@@ -26,11 +26,11 @@ RETURNING customer_id
 
 def queue_close(*, event_id: uuid.UUID | str) -> int:
     """Everyone still WAITING or ADMITTED becomes EXPIRED with the reason
-    ``sale_ended`` (one statement), then the Redis sets go and each of them
-    gets the ``expired`` push (once per sale, so one message per customer is
-    fine here). A reconciliation that read the line before this committed
-    does not bring it back: it drops the sets of an event that is no longer
-    live after writing them (reconcile.py). Returns how many entries closed."""
+    ``sale_ended`` (one statement), then the Redis sets go and everyone on
+    the event gets one ``expired`` push (``sale_ended``). A reconciliation
+    that read the line before this committed does not bring it back: it
+    drops the sets of an event that is no longer live after writing them
+    (reconcile.py). Returns how many entries closed."""
     with connection.cursor() as cursor:
         cursor.execute(
             _CLOSE_SQL,
@@ -44,7 +44,7 @@ def queue_close(*, event_id: uuid.UUID | str) -> int:
         )
         closed = [str(customer_id) for (customer_id,) in cursor.fetchall()]
     queue_store().drop_event(event_id=event_id)
-    send_expired(event_id=event_id, customer_ids=closed, reason=EndReason.SALE_ENDED.value)
+    send_sale_ended(event_id=event_id)
     logger.info("queue closed event=%s expired=%s", event_id, len(closed))
     return len(closed)
 

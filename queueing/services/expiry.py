@@ -35,6 +35,14 @@ def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None)
     """ADMITTED past the window -> EXPIRED (Postgres), out of the admitted
     set (Redis), and each customer told. Their slots count as free again.
     A window the stopped admission clock keeps open does not expire."""
+    customers = admissions_lapse(event_id=event_id, now=now)
+    send_expired(event_id=event_id, customer_ids=customers, reason=EndReason.ADMISSION_WINDOW.value)
+    return len(customers)
+
+
+def admissions_lapse(*, event_id: uuid.UUID | str, now: datetime | None = None) -> list[str]:
+    """``admissions_expire`` without telling anyone: the admission tick tells
+    them in its one message to the sockets. Returns the customers."""
     now = now or timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
@@ -49,9 +57,8 @@ def admissions_expire(*, event_id: uuid.UUID | str, now: datetime | None = None)
         )
         rows = cursor.fetchall()
     if not rows:
-        return 0
+        return []
     customers = [str(customer_id) for _, customer_id in rows]
     queue_store().release_admitted(event_id=event_id, customer_ids=customers)
-    send_expired(event_id=event_id, customer_ids=customers, reason=EndReason.ADMISSION_WINDOW.value)
     logger.info("admissions expired event=%s count=%s", event_id, len(rows))
-    return len(rows)
+    return customers

@@ -20,6 +20,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from customers.revocation import auth_state_store, customer_token_settle
+from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
 from events.models import Event
@@ -38,6 +40,7 @@ from queueing.domain import (
     EndReason,
     QueueStatus,
     eta_seconds,
+    line_epoch,
     poll_after_seconds,
 )
 from queueing.models import QueueEntry
@@ -50,8 +53,8 @@ from queueing.selectors import (
     fallback_rate,
     waiting_rank,
 )
-from queueing.services.clock import admission_clock_stop
-from queueing.store import queue_store
+from queueing.services.clock import admission_clock_stop, admission_served
+from queueing.store import PositionAnswer, queue_store
 from queueing.tokens import admission_token_issue
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,10 @@ class JoinResult:
     eta_seconds: int | None
     served: int | None
     poll_after_seconds: int | None = None
+    # The customer's number for the public line state (queueing.domain):
+    # its score, and the epoch of the scores it belongs to.
+    score: int | None = None
+    epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class PositionResult:
     admission_token: str | None = None
     admission_expires_at: datetime | None = None
     reason: str | None = None  # EXPIRED: why (EndReason)
+    score: int | None = None  # WAITING: as JoinResult
+    epoch: int | None = None
 
 
 def _now_us() -> int:
@@ -90,9 +99,7 @@ def _event_for_queue(event_id: uuid.UUID | str) -> EventSnapshot:
     return event
 
 
-def _waiting(
-    event: EventSnapshot, position: int, rate: float | None
-) -> tuple[int | None, int]:
+def _waiting(event: EventSnapshot, position: int, rate: float | None) -> tuple[int | None, int]:
     """A waiting customer's ETA and when to ask again without the socket."""
     wait = max(0.0, (event.sale_start - timezone.now()).total_seconds())
     if rate is None:
@@ -226,15 +233,37 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
         position = waiting_rank(entry=entry) + 1
         rate, served = (answer.rate, answer.served) if answer is not None else (None, None)
         eta, poll_after = _waiting(event, position, rate)
-        return JoinResult(entry_id, QueueStatus.WAITING, position, eta, served, poll_after)
+        served = _served(event, served)
+        return JoinResult(
+            entry_id, QueueStatus.WAITING, position, eta, served, poll_after, score, _epoch(event)
+        )
+    epoch: int | None = answer.epoch
     if prequeue and timezone.now() >= event.sale_start:
         # The sale started while this pre-queue join was on its way: the
         # shuffle may have given the entry its rank after (and then written
-        # Redis before) this add. Postgres has the score that counts.
+        # Redis before) this add. Postgres has the score that counts, and
+        # the page learns it again (no epoch: its number is not one).
         _prequeue_score_to_redis(entry_id=entry_id, event_id=event.id, customer_id=customer_id)
+        epoch = None
     position = answer.rank + 1
     eta, poll_after = _waiting(event, position, answer.rate)
-    return JoinResult(entry_id, QueueStatus.WAITING, position, eta, answer.served, poll_after)
+    served = _served(event, answer.served)
+    return JoinResult(
+        entry_id, QueueStatus.WAITING, position, eta, served, poll_after, score, epoch
+    )
+
+
+def _served(event: EventSnapshot, served: int | None) -> int:
+    """A waiting customer's served counter: Redis', or Postgres' when Redis
+    has none (before an event's first tick, after a wipe): a page counts its
+    place from it."""
+    return served if served is not None else admission_served(event_id=event.id)
+
+
+def _epoch(event: EventSnapshot) -> int:
+    """The epoch of scores read from Postgres (which holds the drawn ones
+    from the draw's commit on)."""
+    return line_epoch(prequeue_drawn=event.prequeue_shuffled_at is not None)
 
 
 def _refused(event_id: uuid.UUID, customer_id: uuid.UUID | str) -> AppError:
@@ -307,12 +336,51 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     answer = None
     if event.status in EVENT_LIVE_STATUSES:
         answer = queue_store().position(event_id=event.id, customer_id=customer_id)
-        if answer is None:
-            admission_clock_stop(event_id=event.id)
+    return _position(event, customer_id, answer)
+
+
+def queue_position_signed_in(
+    *, event_id: uuid.UUID | str, principal: CustomerPrincipal
+) -> PositionResult:
+    """``queue_position`` for a customer whose token is verified but not yet
+    checked for sign-out: the sign-out state and the place are read in one
+    Redis round trip (the hottest request of a sale), then the sign-out is
+    decided (401 ``token_revoked`` before anything is answered)."""
+    event = _event_for_queue(event_id)
+    auth = auth_state_store()
+    both = None
+    if event.status in EVENT_LIVE_STATUSES:
+        both = queue_store().position_with(
+            event_id=event.id,
+            customer_id=principal.id,
+            hash_key=auth.key(principal.id),
+            fields=auth.fields(principal.jti),
+        )
+    if both is None:  # not live, Redis unreachable, or a cluster: one read after the other
+        customer_token_settle(principal, auth.read(customer_id=principal.id, jti=principal.jti))
+        return queue_position(event_id=event.id, customer_id=principal.id)
+    answer, auth_reply = both
+    customer_token_settle(principal, auth.parse(auth_reply))
+    return _position(event, principal.id, answer)
+
+
+def _position(
+    event: EventSnapshot, customer_id: uuid.UUID | str, answer: PositionAnswer | None
+) -> PositionResult:
+    if answer is None and event.status in EVENT_LIVE_STATUSES:
+        admission_clock_stop(event_id=event.id)
     if answer is not None and answer.rank is not None and answer.admitted_until_ms is None:
         position = answer.rank + 1
         eta, poll_after = _waiting(event, position, answer.rate)
-        return PositionResult(QueueStatus.WAITING, position, eta, answer.served, poll_after)
+        return PositionResult(
+            QueueStatus.WAITING,
+            position,
+            eta,
+            _served(event, answer.served),
+            poll_after,
+            score=answer.score,
+            epoch=answer.epoch,
+        )
     served = answer.served if answer is not None else None
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
@@ -326,7 +394,15 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     if entry.status == QueueStatus.WAITING:
         position = waiting_rank(entry=entry) + 1
         eta, poll_after = _waiting(event, position, answer.rate if answer else None)
-        return PositionResult(QueueStatus.WAITING, position, eta, served, poll_after)
+        return PositionResult(
+            QueueStatus.WAITING,
+            position,
+            eta,
+            _served(event, served),
+            poll_after,
+            score=entry.score,
+            epoch=_epoch(event),
+        )
     expires_at = entry.admission_expires_at
     if expires_at is not None and admission_window_open(entry=entry, now=timezone.now()):
         return _admitted_answer(entry, expires_at, served)

@@ -1,6 +1,7 @@
-"""The pages' pure ES modules (position maths, ETA text, countdown, the
-waiting room's state machine, the seat map's rules), unit-tested in headless Chromium: the
-tests/js/*.test.js files, loaded by tests/js/runner.html."""
+"""The pages' pure ES modules (position maths, the line state's rules, ETA
+text, countdown, the waiting room's state machine, the seat map's rules),
+unit-tested in headless Chromium: the tests/js/*.test.js files, loaded by
+tests/js/runner.html."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def test_every_pure_module_has_its_tests():
     assert JS_TESTS == [
         "countdown.test.js",
         "eta.test.js",
+        "line.test.js",
         "live.test.js",
         "machine.test.js",
         "position.test.js",

@@ -66,7 +66,8 @@ test("refunded tickets are not shown as tickets to use", () => {
 });
 
 test("pushes: the line moving, our turn, the sale changing", () => {
-  assert.deepEqual(pushEffect({ type: "position", served: 40, rate_per_second: 2 }, "waiting"), { served: 40, rate: 2 });
+  const line = { type: "line", served: 40, frontier: 12, epoch: 1 };
+  assert.deepEqual(pushEffect(line, "waiting"), { line });
   const snapshot = { type: "position", status: "WAITING", position: 3, served: 1 };
   assert.deepEqual(pushEffect(snapshot, "waiting"), { snapshot });
   assert.deepEqual(pushEffect({ type: "admitted", admission_token: "t", admission_expires_at: "x" }, "waiting"),
@@ -75,7 +76,9 @@ test("pushes: the line moving, our turn, the sale changing", () => {
   assert.deepEqual(pushEffect({ type: "paused" }, "waiting"), { eventStatus: "PAUSED" });
   assert.deepEqual(pushEffect({ type: "resumed" }, "waiting"), { eventStatus: "ACTIVE" });
   assert.deepEqual(pushEffect({ type: "sold_out" }, "waiting"), { eventStatus: "SOLD_OUT" });
-  assert.deepEqual(pushEffect({ type: "expired", reason: "sale_ended" }, "admitted"), { eventStatus: "ENDED", refresh: true });
+  // The end of the sale asks nothing: 40,000 pages must not all ask at once.
+  assert.deepEqual(pushEffect({ type: "expired", reason: "sale_ended" }, "admitted"), { eventStatus: "ENDED" });
+  assert.deepEqual(pushEffect({ type: "ended" }, "waiting"), { eventStatus: "ENDED" });
   assert.deepEqual(pushEffect({ type: "expired", reason: "admission_window" }, "admitted"), { refresh: true });
   assert.deepEqual(pushEffect({ type: "expired", reason: "admission_window" }, "claim"), {});
   assert.deepEqual(pushEffect({ type: "nonsense" }, "waiting"), {});

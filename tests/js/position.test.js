@@ -1,31 +1,5 @@
 import { assert, test } from "./harness.js";
-import { afterServed, aheadText, progress, startingPlace } from "../../storefront/static/storefront/queue/position.js";
-
-test("a tick moves the place forward by how much served grew", () => {
-  assert.deepEqual(afterServed({ position: 120, served: 1000 }, 1050), { position: 70, served: 1050, resync: false });
-});
-
-test("no admissions: the place stays", () => {
-  assert.deepEqual(afterServed({ position: 5, served: 10 }, 10), { position: 5, served: 10, resync: false });
-});
-
-test("a served counter that went backwards (Redis rebuilt) asks for the truth", () => {
-  const next = afterServed({ position: 5, served: 10 }, 3);
-  assert.equal(next.resync, true);
-  assert.equal(next.position, 5);
-});
-
-test("reaching or passing the front asks for the truth (the admission is on its way)", () => {
-  assert.equal(afterServed({ position: 5, served: 10 }, 15).resync, true);
-  assert.equal(afterServed({ position: 5, served: 10 }, 14).position, 1);
-  assert.equal(afterServed({ position: 5, served: 10 }, 14).resync, false);
-});
-
-test("without a snapshot, or a served count, there is nothing to count from", () => {
-  assert.equal(afterServed(null, 10).resync, true);
-  assert.equal(afterServed({ position: 5, served: null }, 10).resync, true);
-  assert.equal(afterServed({ position: 5, served: 10 }, undefined).resync, true);
-});
+import { aheadText, progress, startingPlace } from "../../storefront/static/storefront/queue/position.js";
 
 test("the starting place is the first one seen, raised by a reshuffle behind it", () => {
   assert.equal(startingPlace(null, 40), 40);
@@ -48,4 +22,10 @@ test("people ahead, in words", () => {
   assert.equal(aheadText(2), "1 person ahead of you.");
   assert.equal(aheadText(1201), "1,200 people ahead of you.");
   assert.equal(aheadText(null), "");
+});
+
+test("a place that is not a number has no progress and no words", () => {
+  assert.equal(progress(40, undefined), 0);
+  assert.equal(aheadText(undefined), "");
+  assert.equal(startingPlace(undefined, 0), null);
 });

@@ -8,7 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from bench.roundtrips import RoundTrips
 from claims.models import Claim
+from customers.revocation import auth_state_store, customer_token_revoke
+from customers.tokens import customer_token_issue, customer_token_verify
 from events.models import Event
 from queueing import services
 from queueing.domain import QueueStatus
@@ -231,13 +234,57 @@ def test_position_of_a_waiting_customer(api, event):
     customer, _ = join(event)
     response = api.get(url(event.id, "position/"), **bearer(customer))
     assert response.status_code == 200
+    entry = QueueEntry.objects.get(event=event, customer=customer)
     assert response.json() == {
         "status": "WAITING",
         "position": 2,
         "eta_seconds": 1,
-        "served": None,
+        "served": 0,  # Postgres' count: no tick has set Redis' counter yet
         "poll_after_seconds": 5,  # the next tick may admit it
+        "score": entry.score,  # its number for the public line state
+        "epoch": 0,
     }
+
+
+def test_a_position_read_checks_the_sign_out_in_the_same_round_trip(
+    api, redis_backend, settings
+):
+    """The sign-out state and the place in one Redis round trip (a cluster
+    holds them on other nodes: one after the other), no Postgres."""
+    settings.QUEUE_EVENT_CACHE_SECONDS = 60  # as in production: the event from the cache
+    event = make_event(tickets=1)
+    join(event)
+    customer, _ = join(event)
+    services.admission_tick_event(event_id=event.id)  # the line marker, the counter
+    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert api.get(url(event.id, "position/"), **headers).status_code == 200  # state cached
+
+    with RoundTrips() as counted:
+        response = api.get(url(event.id, "position/"), **headers)
+
+    assert response.status_code == 200
+    assert response.json()["position"] == 1
+    assert (counted.redis, counted.postgres) == ((1, 0) if redis_backend == "redis" else (2, 0))
+
+
+def test_a_signed_out_token_reads_no_place(api, event):
+    customer, _ = join(event)
+    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert api.get(url(event.id, "position/"), **headers).status_code == 200
+    customer_token_revoke(principal=customer_token_verify(token))
+    auth_state_store().revoke(customer_id=customer.id, jti=customer_token_verify(token).jti)
+
+    refused = api.get(url(event.id, "position/"), **headers)
+
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "token_revoked"
+    assert "position" not in refused.json()
+    # Redis wiped: Postgres still says signed out.
+    queue_store().r.flushdb()
+    again = api.get(url(event.id, "position/"), **headers)
+    assert (again.status_code, again.json()["error"]["code"]) == (401, "token_revoked")
 
 
 def test_position_of_an_admitted_customer_carries_a_fresh_token(api, event):

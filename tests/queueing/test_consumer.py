@@ -3,6 +3,7 @@ single-use ticket) and the real Redis channel layer."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -15,6 +16,7 @@ from events.services import event_end, event_pause, event_resume
 from queueing import services
 from queueing.consumers import QueueConsumer, origin_allowed
 from queueing.models import QueueEntry
+from queueing.store import queue_store
 from queueing.tokens import admission_token_read
 from tests.support.factories import CustomerFactory
 from tests.support.sales import join, make_event, past
@@ -111,7 +113,7 @@ def test_unknown_event_is_refused():
     assert run(scenario) == 4404
 
 
-def test_connect_sends_the_snapshot_then_admitted_and_position_pushes():
+def test_connect_sends_the_snapshot_then_the_tick_brings_admitted_and_the_line():
     event = make_event(tickets=1)
     first, _ = join(event)
     second, _ = join(event)
@@ -125,35 +127,36 @@ def test_connect_sends_the_snapshot_then_admitted_and_position_pushes():
         assert (await ws_second.connect())[0]
         snapshots = [await ws_first.receive_json_from(), await ws_second.receive_json_from()]
         report = await sync_to_async(services.admission_tick_event)(event_id=event.id)
-        first_got = [await ws_first.receive_json_from(2), await ws_first.receive_json_from(2)]
+        first_got = await ws_first.receive_json_from(2)
         second_got = await ws_second.receive_json_from(2)
-        nothing_more = await ws_second.receive_nothing(0.3)
+        nothing_more = await ws_first.receive_nothing(0.3) and await ws_second.receive_nothing()
         await ws_first.disconnect()
         await ws_second.disconnect()
         return snapshots, report, first_got, second_got, nothing_more
 
     snapshots, report, first_got, second_got, nothing_more = run(scenario)
-    assert [(s["type"], s["status"], s["position"]) for s in snapshots] == [
-        ("position", "WAITING", 1),
-        ("position", "WAITING", 2),
+    entries = {e.customer_id: e for e in QueueEntry.objects.filter(event=event)}
+    assert [(s["type"], s["status"], s["position"], s["served"]) for s in snapshots] == [
+        ("position", "WAITING", 1, 0),
+        ("position", "WAITING", 2, 0),
+    ]
+    assert [(s["score"], s["epoch"]) for s in snapshots] == [
+        (entries[first.id].score, 0),
+        (entries[second.id].score, 0),
     ]
     assert report.admitted == 1
-    admitted = next(m for m in first_got if m["type"] == "admitted")
-    entry = QueueEntry.objects.get(customer=first)
+    assert first_got["type"] == "admitted"
     admission = admission_token_read(
-        token=admitted["admission_token"], event_id=event.id, customer_id=first.id
+        token=first_got["admission_token"], event_id=event.id, customer_id=first.id
     )
-    assert admission.queue_entry_id == entry.id
-    assert admitted["admission_expires_at"] == entry.admission_expires_at.isoformat()
-    # One message for the whole event: the second customer only gets that.
-    assert second_got == {
-        "type": "position",
-        "event_id": str(event.id),
-        "served": 1,
-        "admitted": 1,
-        "rate_per_second": 0.2,
-    }
-    assert {m["type"] for m in first_got} == {"admitted", "position"}
+    assert admission.queue_entry_id == entries[first.id].id
+    assert first_got["admission_expires_at"] == entries[first.id].admission_expires_at.isoformat()
+    # The second is next (place 1 after a tick that admitted 1): it hears the
+    # line state, the same bytes as GET queue/state/; the first, admitted,
+    # hears nothing more.
+    assert second_got["type"] == "line"
+    assert second_got == json.loads(queue_store().state(event_id=event.id))
+    assert (second_got["served"], second_got["frontier"]) == (1, entries[first.id].score)
     assert nothing_more
 
 
@@ -209,16 +212,6 @@ def test_a_customer_not_in_the_queue_may_watch_and_ask_again():
     assert before["status"] is None
     assert before["code"] == "not_in_queue"
     assert (after["status"], after["position"]) == ("WAITING", 1)
-
-
-def test_tick_pushes_take_the_pipelined_path_on_this_layer():
-    """The admitted/position pushes above went through one PUBLISH pipeline,
-    not a group_send per customer (the path 5,000 admissions need)."""
-    from channels.layers import get_channel_layer
-
-    from queueing.pushes import _pubsub_prefix
-
-    assert _pubsub_prefix(get_channel_layer()) == "asgi"
 
 
 def test_a_push_to_a_socket_that_just_closed_is_dropped_quietly():

@@ -68,7 +68,9 @@ export async function api(method, path, options = {}) {
     const answer = document.querySelector("[name=cf-turnstile-response]");
     if (answer && answer.value) headers["X-Challenge-Token"] = answer.value;
   }
-  const init = { method, headers, credentials: "omit", cache: "no-store" };
+  // Answers are the customer's own, never cached; a public, cacheable one
+  // (the line state) says so with options.cache.
+  const init = { method, headers, credentials: "omit", cache: options.cache || "no-store" };
   if (options.body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(options.body);

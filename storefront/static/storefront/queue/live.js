@@ -3,9 +3,8 @@
    says whether it is live through `onLive`. */
 import { api, session } from "../lib/api.js";
 
-const POLL_MS = 5000;             // position polling while the socket is down: at least this
+const POLL_MS = 5000;             // polling while the socket is down: at least this
 const POLL_MAX_MS = 30000;        // and at most this apart, the server's hint in between
-const RESYNC_MS = 120000;         // a fresh snapshot now and then (abandons ahead, pre-queue shuffle)
 const SNAPSHOT_MIN_GAP_MS = 3000;
 
 /* Where the queue socket connects. The one place that knows how the socket
@@ -23,18 +22,18 @@ export async function socketUrl(cfg) {
   return base + "/ws/events/" + cfg.event_id + "/queue/?ticket=" + encodeURIComponent(r.data.ticket);
 }
 
-/* How long to wait before the next poll: the server's poll_after_seconds
-   (every tick near the head of the line, seldom far back, after the draw
-   before the sale starts), within POLL_MS..POLL_MAX_MS so the page stays
-   fresh, plus up to 2 s so pages do not ask in step. */
+/* How long to wait before the next poll of the customer's own state (an
+   admitted page without its socket): the server's poll_after_seconds,
+   within POLL_MS..POLL_MAX_MS, plus up to 2 s so pages do not ask in step.
+   (A waiting page reads the public line state instead: line.js nextReadMs.) */
 export function pollDelayMs(hintSeconds, random = Math.random) {
   const hinted = typeof hintSeconds === "number" ? hintSeconds * 1000 : POLL_MS;
   return Math.min(POLL_MAX_MS, Math.max(POLL_MS, hinted)) + random() * 2000;
 }
 
 export class LiveLink {
-  /* poll(): one round trip to the API standing in for the socket (returns a
-     promise of the server's poll_after_seconds, or of nothing).
+  /* poll(): one round trip standing in for the socket; returns a promise of
+     the milliseconds until the next one (null: stop polling).
      onClose(code): 4401 sign-in lost (the ticket endpoint refused the token),
      4404 no such event (the link stops itself). */
   constructor({ cfg, onMessage, onLive, poll, onOpen, onClose }) {
@@ -44,7 +43,6 @@ export class LiveLink {
     this.retries = 0;
     this.reconnectTimer = null;
     this.pollTimer = null;
-    this.resyncTimer = null;
     this.lastAsk = 0;
   }
 
@@ -59,7 +57,6 @@ export class LiveLink {
     this.wanted = false;
     window.clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
-    window.clearTimeout(this.resyncTimer);
     this.stopPolling();
     if (this.socket) {
       const ws = this.socket;
@@ -71,13 +68,15 @@ export class LiveLink {
 
   isOpen() { return this.socket !== null && this.socket.readyState === 1; }
 
-  /* A fresh snapshot of our place: over the socket, else by polling. */
+  /* A fresh snapshot of our own place over the socket; false when the
+     socket is not open (the caller asks over HTTP) or one was asked for
+     less than SNAPSHOT_MIN_GAP_MS ago. */
   ask() {
     const now = Date.now();
-    if (now - this.lastAsk < SNAPSHOT_MIN_GAP_MS) return;
+    if (!this.isOpen() || now - this.lastAsk < SNAPSHOT_MIN_GAP_MS) return false;
     this.lastAsk = now;
-    if (this.isOpen()) this.socket.send(JSON.stringify({ type: "position" }));
-    else this.poll();
+    this.socket.send(JSON.stringify({ type: "position" }));
+    return true;
   }
 
   async open() {
@@ -104,7 +103,6 @@ export class LiveLink {
       this.retries = 0;
       this.onLive(true);
       this.stopPolling();
-      this.scheduleResync();
       if (this.onOpen) this.onOpen();
     };
     ws.onmessage = (e) => {
@@ -136,30 +134,19 @@ export class LiveLink {
 
   startPolling() {
     if (this.pollTimer) return;
-    const next = (hint) => {
+    const next = (ms) => {
       this.pollTimer = window.setTimeout(async () => {
         if (!this.wanted || this.isOpen()) { this.pollTimer = null; return; }
         const after = await this.poll();
-        if (this.pollTimer !== null) next(after);
-      }, pollDelayMs(hint));
+        if (this.pollTimer !== null && typeof after === "number") next(after);
+        else this.pollTimer = null;
+      }, ms);
     };
-    next(null);
+    next(pollDelayMs(null));
   }
 
   stopPolling() {
     window.clearTimeout(this.pollTimer);
     this.pollTimer = null;
-  }
-
-  scheduleResync() {
-    window.clearTimeout(this.resyncTimer);
-    let delay = RESYNC_MS * (0.75 + Math.random() * 0.5);
-    // Pre-queue joiners get their shuffled place at sale start: ask soon after it.
-    const untilStart = Date.parse(this.cfg.sale_start) - Date.now();
-    if (untilStart > 0 && untilStart < delay) delay = untilStart + 3000 + Math.random() * 10000;
-    this.resyncTimer = window.setTimeout(() => {
-      this.ask();
-      if (this.wanted) this.scheduleResync();
-    }, delay);
   }
 }

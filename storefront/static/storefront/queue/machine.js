@@ -78,25 +78,26 @@ export function phaseFor(me, { saleState }) {
 }
 
 /* What a socket push means: `{eventStatus}` (the sale changed), `{admitted}`
-   (our turn, with the token), `{served}` (the line moved), `{refresh}` (ask
-   the server again), or `{}` (nothing for this panel). */
+   (our turn, with the token), `{line}` (the line state: the line moved),
+   `{snapshot}` (our own number), `{refresh}` (ask the server again), or `{}`
+   (nothing for this panel). The end of the sale asks nothing: the page
+   says so and stops. */
 export function pushEffect(message, phase) {
   if (!message || typeof message !== "object") return {};
   switch (message.type) {
-    case "position":
-      if (Object.prototype.hasOwnProperty.call(message, "status")) return { snapshot: message };
-      return { served: message.served, rate: message.rate_per_second };
+    case "position": return { snapshot: message };
+    case "line": return { line: message };
     case "admitted":
       if (!message.admission_token) return { refresh: true };
       return { admitted: { token: message.admission_token, expiresAt: message.admission_expires_at } };
     case "expired":
-      if (message.reason === "sale_ended") return { eventStatus: "ENDED", refresh: true };
+      if (message.reason === "sale_ended") return { eventStatus: "ENDED" };
       return phase === "waiting" || phase === "admitted" ? { refresh: true } : {};
     case "paused": return { eventStatus: "PAUSED" };
     case "resumed":
     case "available": return { eventStatus: "ACTIVE" };
     case "sold_out": return { eventStatus: "SOLD_OUT" };
-    case "ended": return { eventStatus: "ENDED", refresh: true };
+    case "ended": return { eventStatus: "ENDED" };
     default: return {};
   }
 }

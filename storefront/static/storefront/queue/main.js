@@ -1,17 +1,24 @@
 /* The waiting room page (/events/{id}/queue/): wiring. The server's
    GET events/{id}/me/ is the truth this page rebuilds itself from after a
-   refresh, in a new tab or on another device; the socket (or polling) keeps
-   it live while waiting or admitted. */
+   refresh, in a new tab or on another device. While waiting it asks nothing
+   of its own: it knows its number (the join's answer or that one read) and
+   places itself from the public line state (line.js), which the socket
+   brings when the line moves near it, or which it reads itself (cacheable)
+   without a socket. It asks once more for its token when the line state
+   says its turn came, and once after the pre-queue draw. */
 import { api, errorText, newKey, pageConfig, session, store } from "../lib/api.js";
 import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
 import { untilText, untilWords } from "./countdown.js";
 import { etaRange, etaText } from "./eta.js";
-import { LiveLink } from "./live.js";
+import {
+  etaSince, mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
+} from "./line.js";
+import { LiveLink, pollDelayMs } from "./live.js";
 import {
   PHASE_ANNOUNCEMENT, fewerLeftOffer, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
-import { afterServed, aheadText, progress, startingPlace } from "./position.js";
+import { aheadText, progress, startingPlace } from "./position.js";
 import { SeatStep, seatsText } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
@@ -19,6 +26,7 @@ import {
 } from "./view.js";
 
 const cfg = pageConfig();
+const PUSH_GRACE_MS = 2000;
 const API = cfg.api;
 const EVENT = cfg.event_id;
 const event = {
@@ -29,8 +37,13 @@ const event = {
 const state = {
   phase: null,
   me: null,
-  snapshot: null,     // {position, served}
-  rate: null,         // measured admissions per second
+  number: null,       // our number: {position, served, score, epoch} (join answer or a snapshot)
+  line: null,         // the last line state (GET queue/state/, or the socket's `line`)
+  lineAt: 0,          // when it arrived (ms)
+  lineTimer: null,    // the next read of the line state
+  asked: false,       // an own question (token or number) is on its way
+  askedServed: null,  // served of a WAITING answer to the token question (line.js mayAskAgain)
+  relearnTimer: null, // the number is learnt again at a random moment after the draw
   start: null,        // the starting place the progress bar counts from
   admission: null,    // {token, expiresAt (ms)}
   lapsed: false,      // a countdown reached zero; the server decides what follows
@@ -45,9 +58,16 @@ const live = new LiveLink({
   cfg,
   onMessage: onPush,
   onLive: setLive,
-  // While the socket is down the seat map is read again with each poll (no deltas then).
-  poll: () => { if (state.phase === "admitted") seats.chooseTier(); return refresh(); },
-  onOpen: refreshEvent,
+  // Without the socket, admitted: our own state (and the seat map again, no
+  // deltas then). Waiting pages read the line state on their own timer.
+  poll: () => {
+    if (state.phase === "waiting") return Promise.resolve(pollDelayMs(null));
+    seats.chooseTier();
+    return refresh().then(pollDelayMs);
+  },
+  // A socket (re)opened: its snapshot comes by itself; the sale's status and
+  // tiers as they are now.
+  onOpen: () => { if (state.phase !== "waiting") refreshEvent(); },
   onClose(code) {
     if (code === 4401) { session.clear(); render("signin"); setError("Your sign-in has expired. Sign in again: your place is kept."); }
     else render("ended");
@@ -89,13 +109,95 @@ async function refreshEvent() {
   if (state.phase === "admitted") seats.chooseTier();  // the map as it is now (a socket came back)
 }
 
+/* The public line state (cacheable, no sign-in): read while waiting, with or
+   without the socket, on the page's own timer (line.js nextReadMs); a `line`
+   message from the socket counts as a read. */
+async function readLine() {
+  const r = await api("GET", API + "events/" + EVENT + "/queue/state/", { anonymous: true, cache: "default" });
+  if (r.ok && r.data) onLine(r.data);
+  else scheduleLineRead();
+}
+
+function scheduleLineRead() {
+  window.clearTimeout(state.lineTimer);
+  state.lineTimer = null;
+  if (state.phase !== "waiting") return;
+  const place = placeIn(state.number, state.line).place;
+  const ms = nextReadMs(state.line, place, Date.now(), Math.random, Date.parse(event.sale_start));
+  if (ms !== null) state.lineTimer = window.setTimeout(readLine, ms);
+}
+
+function onLine(line) {
+  state.line = line;
+  state.lineAt = Date.now();
+  scheduleLineRead();
+  if (line.status && line.status !== event.status) {
+    event.status = line.status;
+    setEventStatus(event.status, saleStateAt(event, Date.now()));
+  }
+  if (state.phase !== "waiting") return;
+  if (event.status === "ENDED") { render("ended"); return; }
+  const where = placeIn(state.number, line);
+  if (where.relearn) relearnLater(line);
+  else if (where.admitted && mayAskAgain(state.askedServed, line)) {
+    // With the socket the `admitted` message brings the token: ask only if
+    // it has not come a moment later.
+    if (live.isOpen()) window.setTimeout(() => { if (state.phase === "waiting") askOwn(); }, PUSH_GRACE_MS);
+    else askOwn();
+  }
+  drawWaiting();
+}
+
+/* Our number: from the join's answer, a snapshot, or GET me/. */
+function takeNumber(q) {
+  state.number = { position: q.position, served: q.served, score: q.score, epoch: q.epoch };
+  state.askedServed = null;
+  trackStart(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
+}
+
+/* After the draw: learn the number again once, at a random moment within
+   the state's window (every page at once would be the whole line at once). */
+function relearnLater(line) {
+  if (state.relearnTimer) return;
+  state.relearnTimer = window.setTimeout(() => {
+    state.relearnTimer = null;
+    askOwn();
+  }, relearnDelayMs(line, Math.random));
+}
+
+/* One question about ourselves: over the socket when it is open (the answer
+   comes as a `position` push), else GET queue/position/ (the token comes
+   with it when admitted). */
+async function askOwn() {
+  if (state.asked) return;
+  if (live.ask()) return;
+  state.asked = true;
+  const r = await api("GET", API + "events/" + EVENT + "/queue/position/");
+  state.asked = false;
+  if (r.ok) onSnapshot(r.data);
+  else if (r.status === 401) decide(null);
+  else if (r.status === 404) refresh();
+}
+
+function onSnapshot(s) {
+  if (s.status === "WAITING") {
+    takeNumber(s);
+    // The line said our turn came, the answer says WAITING (a tie on the
+    // score): ask again only after a later admission.
+    if (state.line && placeIn(state.number, state.line).admitted) state.askedServed = s.served;
+    if (state.phase === "waiting") drawWaiting(); else refresh();
+  } else if (s.status === "ADMITTED" && s.admission_token) {
+    state.admission = { token: s.admission_token, expiresAt: Date.parse(s.admission_expires_at) };
+    render("admitted");
+  } else {
+    refresh();  // left, expired or done: the whole state again
+  }
+}
+
 function decide(me) {
   state.me = me;
   const { phase, notice } = phaseFor(me, { saleState: saleStateAt(event, Date.now()) });
-  if (me && me.queue && me.queue.status === "WAITING") {
-    state.snapshot = { position: me.queue.position, served: me.queue.served };
-    trackStart(me.queue.queue_entry_id, me.queue.position);
-  }
+  if (me && me.queue && me.queue.status === "WAITING") takeNumber(me.queue);
   if (me && me.queue && me.queue.status === "ADMITTED") {
     state.admission = { token: me.queue.admission_token, expiresAt: Date.parse(me.queue.admission_expires_at) };
   }
@@ -115,6 +217,11 @@ function render(phase) {
   const changed = phase !== state.phase;
   state.phase = phase;
   if (changed) state.lapsed = false;
+  if (phase !== "waiting") {
+    window.clearTimeout(state.relearnTimer);
+    window.clearTimeout(state.lineTimer);
+    state.relearnTimer = state.lineTimer = null;
+  } else if (changed) readLine();
   showPanel(phase);
   if (phase === "waiting") drawWaiting();
   if (phase === "admitted") drawAdmitted(changed);
@@ -129,19 +236,27 @@ function render(phase) {
 }
 
 function drawWaiting() {
-  const position = state.snapshot ? state.snapshot.position : null;
+  const where = placeIn(state.number, state.line);
+  const position = where.place !== null ? where.place : (state.number ? state.number.position : null);
   setText("position", typeof position === "number" ? number(position) : "–");
   setText("ahead", aheadText(position));
   setProgress(progress(state.start, position));
   let eta;
+  const line = state.line;
   if (event.status === "PAUSED") eta = "Paused: no estimate until admission resumes.";
-  else if (event.status === "SOLD_OUT") eta = "No estimate: you move forward only if tickets come back.";
+  else if (event.status === "SOLD_OUT") {
+    eta = "No estimate: you move forward only if tickets come back. This page checks about once a minute.";
+  } else if (where.admitted) eta = "It is your turn: getting your place…";
   else {
-    const waitBeforeStart = Math.max(0, (Date.parse(event.sale_start) - Date.now()) / 1000);
-    eta = etaText(etaRange({
-      position, ratePerSecond: state.rate, batchSize: cfg.admission_batch_size,
-      intervalSeconds: cfg.admission_interval_seconds, waitBeforeStart,
-    }));
+    const now = Date.now();
+    const waitBeforeStart = Math.max(0, (Date.parse(event.sale_start) - now) / 1000);
+    // The range as of the last line state, counting down since it was written.
+    const range = etaRange({
+      position, ratePerSecond: line ? line.rate_per_second : null,
+      batchSize: cfg.admission_batch_size, intervalSeconds: cfg.admission_interval_seconds,
+      waitBeforeStart,
+    });
+    eta = etaText(line && !waitBeforeStart ? etaSince(range, line, now) : range);
   }
   setText("eta", eta);
   // Milestones only: a screen reader is not read every step of the line.
@@ -197,7 +312,9 @@ function startTicker() {
 
 function tick() {
   const now = Date.now();
-  if (state.phase === "upcoming") {
+  if (state.phase === "waiting") {
+    drawWaiting();  // the wait counts down; the place moves only with the data
+  } else if (state.phase === "upcoming") {
     const left = opensAt(event) - now;
     setText("opens-countdown", untilText(left));
     el("opens-countdown").setAttribute("aria-label", "Opens in " + untilWords(left));
@@ -237,27 +354,22 @@ function tick() {
 function onPush(message) {
   if (message && message.type === "seats") { seats.onPush(message); return; }
   const effect = pushEffect(message, state.phase);
-  if (typeof effect.rate === "number" && effect.rate > 0) state.rate = effect.rate;
   if (effect.eventStatus) {
     event.status = effect.eventStatus;
     setEventStatus(event.status, saleStateAt(event, Date.now()));
+    if (event.status === "ENDED" && (state.phase === "waiting" || state.phase === "admitted")) {
+      render("ended");  // the sale is over: nothing more to ask
+      return;
+    }
     if (state.phase === "waiting") drawWaiting();
   }
   if (effect.snapshot) {
     const s = effect.snapshot;
-    if (s.status === "WAITING" && state.phase === "waiting") {
-      state.snapshot = { position: s.position, served: s.served };
-      trackStart(state.me && state.me.queue && state.me.queue.queue_entry_id, s.position);
-      drawWaiting();
-    } else if (s.status && s.status !== "WAITING" || state.phase !== "waiting") {
-      refresh();
-    }
+    if (s.status === "WAITING" && state.phase === "waiting") onSnapshot(s);
+    else if (s.status === "ADMITTED" && state.phase === "waiting") onSnapshot(s);
+    else if (s.status && s.status !== "WAITING" || state.phase !== "waiting") refresh();
   }
-  if (effect.served !== undefined && state.phase === "waiting") {
-    const next = afterServed(state.snapshot, effect.served);
-    if (next.resync) live.ask();
-    else { state.snapshot = { position: next.position, served: next.served }; drawWaiting(); }
-  }
+  if (effect.line) onLine(effect.line);
   if (effect.admitted) {
     state.admission = { token: effect.admitted.token, expiresAt: Date.parse(effect.admitted.expiresAt) };
     render("admitted");
@@ -273,6 +385,11 @@ async function join() {
   buttons.forEach((b) => busy(b, true, "Joining…"));
   const r = await api("POST", API + "events/" + EVENT + "/queue/", { challenge: true });
   buttons.forEach((b) => busy(b, false, "Join the queue"));
+  if (r.ok && r.data.status === "WAITING") {
+    // The answer is our number: nothing more to ask.
+    decide({ event_id: EVENT, queue: r.data, claim: null, payment: null, tickets: [] });
+    return;
+  }
   if (r.ok || r.error.code === "already_in_queue" || r.error.code === "already_claimed") {
     await refresh();
     return;
