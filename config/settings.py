@@ -279,11 +279,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# django-axes: failures counted per username and, separately, per client
-# address (the same address rule as the API's throttles: NUM_PROXIES).
+# django-axes: failures counted per (username, client address) and per client
+# address (the same address rule as the API's throttles: NUM_PROXIES), never per
+# username alone, so nobody elsewhere can lock a user out. A limit reached
+# holds that pair or address for the cool-off, counted from the failure that
+# reached it: attempts meanwhile are refused without counting or extending it,
+# so guessing is slowed to a few tries per cool-off (console/login_limits.py).
 AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
-AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+ADMIN_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("ADMIN_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=5))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "console.login_limits.AdminLoginHandler"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "fairqueue.clientip.client_ip"  # honours NUM_PROXIES
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
