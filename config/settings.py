@@ -95,6 +95,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: times the whole request and logs one line for it.
     "fairqueue.requestlog.RequestLogMiddleware",
+    "fairqueue.middleware.PrivateAnswersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
