@@ -33,7 +33,8 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
-# Base of absolute links (payment callback, emails). Empty: the host the
+# Base of absolute links (payment callback, emails): an https URL, required in
+# production (config/safety.py). Empty (development only): the host the
 # customer used (fairqueue/public_url.py), so a phone on the LAN can pay.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 PORT = env.int("PORT", default=8000)
@@ -60,8 +61,10 @@ CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=not DEBUG)
 # overwrites it), so that request.is_secure() and the redirect see https.
 if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=NUM_PROXIES > 0):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Health checks come over plain HTTP from inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Health checks and Prometheus' scrapes (web:8000, ws:8001) come over plain
+# HTTP from inside the network; /metrics needs its bearer token (production
+# refuses to start without one) and nginx does not serve it outside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 # security.W003 cannot see PagesCsrfViewMiddleware (a subclass, see
 # fairqueue/middleware.py); fairqueue.W003 checks for it instead.
 SILENCED_SYSTEM_CHECKS = ["security.W003"]
@@ -376,9 +379,12 @@ LOGIN_URL = "admin:login"
 LOGGING = logging_config(
     level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="plain")
 )
-# GET /metrics: open to loopback callers when METRICS_TOKEN is empty (make
-# run), else only with "Authorization: Bearer <METRICS_TOKEN>".
+# GET /metrics: only with "Authorization: Bearer <METRICS_TOKEN>" (required in
+# production); without a token, open to loopback callers when no proxy is in
+# front (NUM_PROXIES=0: make run). METRICS_LOOPBACK_ONLY=true says so in
+# production, where the token may then be left out.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_LOOPBACK_ONLY = env.bool("METRICS_LOOPBACK_ONLY", default=False)
 # /readyz: how long it waits for a Celery worker to answer a ping.
 READYZ_WORKER_TIMEOUT_SECONDS = env.float("READYZ_WORKER_TIMEOUT_SECONDS", default=1.0)
 # Where the Celery worker and beat touch their heartbeat files (the compose
@@ -397,6 +403,10 @@ if not DEBUG:
         paystack_base_url=PAYSTACK_BASE_URL,
         payments_sandbox=PAYMENTS_SANDBOX,
         email_backend=EMAIL_BACKEND,
+        public_base_url=PUBLIC_BASE_URL,
+        metrics_token=METRICS_TOKEN,
+        metrics_loopback_only=METRICS_LOOPBACK_ONLY,
+        num_proxies=NUM_PROXIES,
     )
     if _problems:
         raise ImproperlyConfigured(
