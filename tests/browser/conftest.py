@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -32,7 +33,7 @@ class Stack:
 
 @pytest.fixture
 def stack(live_server, settings, tmp_path, eager_tasks) -> Iterator[Stack]:
-    daphne = Daphne(tmp_path / "daphne.log").start()
+    daphne = Daphne(tmp_path / "daphne.log", pages_port=urlsplit(live_server.url).port).start()
     sandbox = SandboxServer(
         port=0,
         secret_key=settings.PAYSTACK_SECRET_KEY,

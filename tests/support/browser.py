@@ -213,10 +213,13 @@ def child_env() -> dict[str, str]:
 
 class Daphne:
     """daphne serving config.asgi on a fixed port: stop it to drop every
-    socket, start it again on the same port to let the page reconnect."""
+    socket, start it again on the same port to let the page reconnect.
+    ``pages_port``: where the pages are served (its PORT, as under `make
+    run`), whose origin may open the socket."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, *, pages_port: int) -> None:
         self.port = devstack.free_port()
+        self.pages_port = pages_port
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -228,7 +231,8 @@ class Daphne:
         with self.log.open("ab") as out:
             argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
                     "config.asgi:application"]  # fmt: skip
-            self.proc = devstack.spawn(argv, env=child_env(), stdout=out)
+            env = {**child_env(), "PORT": str(self.pages_port)}
+            self.proc = devstack.spawn(argv, env=env, stdout=out)
         deadline = time.monotonic() + 30
         while True:
             try:
