@@ -350,6 +350,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "fairqueue.errors.exception_handler",
+    # A token bucket per signed-in customer (CUSTOMER_BUCKETS below).
+    "DEFAULT_THROTTLE_CLASSES": ["customers.throttling.CustomerBucketThrottle"],
     "UNAUTHENTICATED_USER": None,
     "NUM_PROXIES": NUM_PROXIES,
 }
@@ -361,6 +363,14 @@ RATE_LIMITS = {
 }
 # Per mailbox: codes sent to one address.
 OTP_EMAIL_LIMITS = env.str("OTP_EMAIL_LIMITS", default="5/hour,20/day")
+# Per signed-in customer, token buckets (customers/throttling.py): "N/unit"
+# refills N per unit, "burst=B" holds at most B. Sized for the waiting room's
+# own schedule (several tabs polling at its fastest, sockets reconnecting at
+# its fastest backoff: tests/core/test_customer_buckets.py), not for scripts.
+CUSTOMER_BUCKETS = {
+    "reads": env.str("THROTTLE_CUSTOMER_READS", default="120/minute,burst=60"),
+    "ws_tickets": env.str("THROTTLE_WS_TICKETS", default="20/minute,burst=20"),
+}
 SPECTACULAR_SETTINGS = OPENAPI_SETTINGS  # config/openapi.py
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=64 * 1024)
 

@@ -98,6 +98,7 @@ class QueuePositionView(HotPathView):
 
 class QueueWsTicketView(APIView):
     permission_classes = [IsCustomer]
+    customer_bucket = "ws_tickets"  # each ticket is a Redis key: customers/throttling.py
 
     @extend_schema(
         operation_id="queue_ws_ticket",
