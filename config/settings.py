@@ -263,6 +263,9 @@ CHALLENGE_SCRIPT_URL = env.str(
     "CHALLENGE_SCRIPT_URL", default="https://challenges.cloudflare.com/turnstile/v0/api.js"
 )
 CHALLENGE_TIMEOUT_SECONDS = env.float("CHALLENGE_TIMEOUT_SECONDS", default=5.0)
+# Where the widget runs, for the verifier's "hostname" (fairqueue/challenge.py);
+# empty: PUBLIC_BASE_URL's host, else the host the browser used.
+CHALLENGE_HOSTNAMES = env.list("CHALLENGE_HOSTNAMES", default=[])
 # A typo must not switch the challenge off quietly (in any mode).
 if _challenge_problems := challenge_problems(
     provider=CHALLENGE_PROVIDER, site_key=CHALLENGE_SITE_KEY, secret_key=CHALLENGE_SECRET_KEY

@@ -17,8 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from customers.authentication import IsCustomer, customer_of
-from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
-from fairqueue.clientip import client_ip
+from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
@@ -64,7 +63,7 @@ class QueueView(HotPathView):
         },
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
-        challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
+        challenge_verify(request, action=ChallengeAction.QUEUE_JOIN)
         result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
         return _json(joined_body(result), status=201)
 
