@@ -65,6 +65,22 @@ if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=NUM_PROXIES > 0):
 # HTTP from inside the network; /metrics needs its bearer token (production
 # refuses to start without one) and nginx does not serve it outside.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# Content-Security-Policy (django-csp; fairqueue/csp.py adds the WebSocket's
+# and the bot challenge's origins): scripts from our origin only, never
+# inline; inline styles allowed (a style runs no code); nothing frames us.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 # security.W003 cannot see PagesCsrfViewMiddleware (a subclass, see
 # fairqueue/middleware.py); fairqueue.W003 checks for it instead.
 SILENCED_SYSTEM_CHECKS = ["security.W003"]
@@ -80,6 +96,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
+    "csp",
     "channels",
     "django_celery_beat",
     "axes",
@@ -100,6 +117,8 @@ MIDDLEWARE = [
     "fairqueue.requestlog.RequestLogMiddleware",
     "fairqueue.middleware.PrivateAnswersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY below).
+    "fairqueue.csp.SitePolicyMiddleware",
     "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "fairqueue.middleware.PagesCsrfViewMiddleware",

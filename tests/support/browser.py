@@ -93,6 +93,8 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument("--lang=en-GB")
+    # The console, for the Content-Security-Policy's refusals (csp_violations).
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
     driver.fq_viewport = (width, height)  # type: ignore[attr-defined]  # for new tabs
     try:
@@ -144,6 +146,18 @@ def wait_for(
     except TimeoutException:
         shot(driver, "failure-last")
         raise AssertionError(f"timed out waiting for {what or predicate}") from None
+
+
+def csp_violations(driver: webdriver.Chrome) -> list[str]:
+    """What the console said about the Content-Security-Policy since the
+    last call (Chromium logs every refusal: an inline script, a script,
+    socket, frame or worker from an origin the policy does not list)."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if "Content Security Policy" in entry["message"]
+        or "Content-Security-Policy" in entry["message"]
+    ]
 
 
 def text_of(driver: webdriver.Chrome, element_id: str) -> str:
