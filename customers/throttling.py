@@ -19,6 +19,7 @@ hour, 20 a day). IPv6 clients count per /64 (fairqueue.clientip).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
@@ -125,6 +126,7 @@ class Bucket:
     per_second: float  # refilled
 
 
+@functools.lru_cache(maxsize=16)  # a setting, parsed on every authenticated request
 def bucket_parse(spec: str) -> Bucket:
     """``"120/minute,burst=60"``: refilled at 120 a minute, holding at most
     60 (without ``burst``: the rate's count)."""
