@@ -16,9 +16,8 @@ from django.utils import timezone
 
 from customers.emails import email_canonical, email_normalize
 from customers.models import Customer, OneTimeCode
-from tests.core.test_emails import sign_in
 from tests.support.sales import admit_directly, claim_one, on_sale
-from tests.support.signin import REQUEST_URL
+from tests.support.signin import REQUEST_URL, sign_in
 
 pytestmark = pytest.mark.django_db
 
