@@ -2,7 +2,8 @@
 to be allowed to start (config/safety.py): keys of their own, random per run
 and shared by every process of the run (the bench mints the tokens the
 servers check), the sandbox gateway declared as such, plain HTTP on the
-loopback, and sign-in mail going nowhere (the bench mints tokens instead).
+loopback (links included), metrics for loopback callers (no proxy in front),
+and sign-in mail going nowhere (the bench mints tokens instead).
 
 PAYSTACK_SECRET_KEY too: production mode has no default for it, and the web
 process must send the key the sandbox checks (it answers 401 otherwise) and
@@ -16,8 +17,14 @@ from collections.abc import MutableMapping
 
 FIXED = {
     "PAYMENTS_SANDBOX": "true",
+    "PUBLIC_BASE_URL": "http://127.0.0.1:8000",
+    "METRICS_LOOPBACK_ONLY": "true",
     "DJANGO_SECURE_SSL_REDIRECT": "false",
     "EMAIL_BACKEND": "django.core.mail.backends.dummy.EmailBackend",
+    # The load generator loops each customer's token far faster than a page
+    # does: the per-customer buckets are lifted (what they cost stays).
+    "THROTTLE_CUSTOMER_READS": "1000000/minute",
+    "THROTTLE_WS_TICKETS": "1000000/minute",
 }
 RANDOM = ("DJANGO_SECRET_KEY", "TOKEN_SIGNING_KEY", "SANDBOX_CONTROL_TOKEN", "PAYSTACK_SECRET_KEY")
 

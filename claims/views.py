@@ -114,7 +114,8 @@ class TicketCheckInView(APIView):
             404: error("ticket_not_found"),
             409: error(
                 "ticket_already_used (details.checked_in_at: when), ticket_void (refunded or "
-                "released; details.voided_at), ticket_other_event (details.event_name)."
+                "released; details.voided_at), ticket_other_event (another event's ticket, "
+                "not named)."
             ),
         },
     )

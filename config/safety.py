@@ -55,9 +55,13 @@ def signing_key_problem(name: str, value: str) -> str | None:
 def paystack_problems(*, secret_key: str, base_url: str, sandbox: bool) -> list[str]:
     """A production deployment takes real payments: the live gateway over
     TLS and a live key. ``PAYMENTS_SANDBOX=true`` is the explicit demo switch
-    (and every page then says payments are not real)."""
+    (and every page then says payments are not real): it allows the sandbox
+    gateway or Paystack's test mode, never a key anyone can read. The key
+    checks webhook signatures, so a demo on the published sandbox key would
+    take a ``charge.success`` signed by anyone."""
     if sandbox:
-        return []
+        problem = signing_key_problem("PAYSTACK_SECRET_KEY", secret_key)
+        return [problem] if problem else []
     problems = []
     if not secret_key:
         problems.append("PAYSTACK_SECRET_KEY is not set")
@@ -71,6 +75,41 @@ def paystack_problems(*, secret_key: str, base_url: str, sandbox: bool) -> list[
     return problems
 
 
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def public_url_problem(url: str, *, sandbox: bool) -> str | None:
+    """Links in emails and the payment callback go to ``PUBLIC_BASE_URL``:
+    an https URL, or with the demo switch a plain-HTTP one on this machine
+    (a demo nobody else can reach, whose links reach nobody else either)."""
+    if not url:
+        return "PUBLIC_BASE_URL is not set (emails would link to the server's own address)"
+    parts = urlsplit(url)
+    local_demo = sandbox and parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+    if parts.scheme != "https" and not local_demo:
+        return (
+            "PUBLIC_BASE_URL is not an https URL (emails and the payment callback would "
+            f"link to {url!r})"
+        )
+    if not parts.hostname:
+        return f"PUBLIC_BASE_URL has no host ({url!r})"
+    return None
+
+
+def metrics_problem(*, token: str, loopback_only: bool, num_proxies: int) -> str | None:
+    """``/metrics`` (event names, sales, payment counts) needs its bearer
+    token, unless ``METRICS_LOOPBACK_ONLY`` says this process has no proxy
+    in front (behind one, every caller arrives from the proxy's address)."""
+    if not token and loopback_only:
+        if num_proxies > 0:
+            return (
+                "METRICS_LOOPBACK_ONLY is on behind a proxy (NUM_PROXIES > 0: every caller "
+                "would be the proxy): set METRICS_TOKEN"
+            )
+        return None
+    return signing_key_problem("METRICS_TOKEN", token)
+
+
 def production_problems(
     *,
     secret_key: str,
@@ -79,6 +118,10 @@ def production_problems(
     paystack_base_url: str,
     payments_sandbox: bool,
     email_backend: str,
+    public_base_url: str,
+    metrics_token: str,
+    metrics_loopback_only: bool,
+    num_proxies: int,
 ) -> list[str]:
     """Everything wrong with these production settings, one line each, each
     naming its variable; empty when they are safe to serve with."""
@@ -87,6 +130,10 @@ def production_problems(
         for problem in (
             signing_key_problem("DJANGO_SECRET_KEY", secret_key),
             signing_key_problem("TOKEN_SIGNING_KEY", token_signing_key),
+            public_url_problem(public_base_url, sandbox=payments_sandbox),
+            metrics_problem(
+                token=metrics_token, loopback_only=metrics_loopback_only, num_proxies=num_proxies
+            ),
         )
         if problem
     ]

@@ -33,7 +33,8 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Origins allowed to open the queue WebSocket; empty means "same host as ALLOWED_HOSTS".
 WEBSOCKET_ALLOWED_ORIGINS = env.list("WEBSOCKET_ALLOWED_ORIGINS", default=[])
-# Base of absolute links (payment callback, emails). Empty: the host the
+# Base of absolute links (payment callback, emails): an https URL, required in
+# production (config/safety.py). Empty (development only): the host the
 # customer used (fairqueue/public_url.py), so a phone on the LAN can pay.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 PORT = env.int("PORT", default=8000)
@@ -60,8 +61,26 @@ CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=not DEBUG)
 # overwrites it), so that request.is_secure() and the redirect see https.
 if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=NUM_PROXIES > 0):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Health checks come over plain HTTP from inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Health checks and Prometheus' scrapes (web:8000, ws:8001) come over plain
+# HTTP from inside the network; /metrics needs its bearer token (production
+# refuses to start without one) and nginx does not serve it outside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# Content-Security-Policy (django-csp; fairqueue/csp.py adds the WebSocket's
+# and the bot challenge's origins): scripts from our origin only, never
+# inline; inline styles allowed (a style runs no code); nothing frames us.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 # security.W003 cannot see PagesCsrfViewMiddleware (a subclass, see
 # fairqueue/middleware.py); fairqueue.W003 checks for it instead.
 SILENCED_SYSTEM_CHECKS = ["security.W003"]
@@ -77,6 +96,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as our own static files (no CDN)
+    "csp",
     "channels",
     "django_celery_beat",
     "axes",
@@ -95,7 +115,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: times the whole request and logs one line for it.
     "fairqueue.requestlog.RequestLogMiddleware",
+    "fairqueue.middleware.PrivateAnswersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY below).
+    "fairqueue.csp.SitePolicyMiddleware",
     "fairqueue.middleware.PagesSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "fairqueue.middleware.PagesCsrfViewMiddleware",
@@ -259,6 +282,9 @@ CHALLENGE_SCRIPT_URL = env.str(
     "CHALLENGE_SCRIPT_URL", default="https://challenges.cloudflare.com/turnstile/v0/api.js"
 )
 CHALLENGE_TIMEOUT_SECONDS = env.float("CHALLENGE_TIMEOUT_SECONDS", default=5.0)
+# Where the widget runs, for the verifier's "hostname" (fairqueue/challenge.py);
+# empty: PUBLIC_BASE_URL's host, else the host the browser used.
+CHALLENGE_HOSTNAMES = env.list("CHALLENGE_HOSTNAMES", default=[])
 # A typo must not switch the challenge off quietly (in any mode).
 if _challenge_problems := challenge_problems(
     provider=CHALLENGE_PROVIDER, site_key=CHALLENGE_SITE_KEY, secret_key=CHALLENGE_SECRET_KEY
@@ -279,11 +305,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# django-axes: failures counted per username and, separately, per client
-# address (the same address rule as the API's throttles: NUM_PROXIES).
+# django-axes: failures counted per (username, client address) and per client
+# address (the same address rule as the API's throttles: NUM_PROXIES), never per
+# username alone, so nobody elsewhere can lock a user out. A limit reached
+# holds that pair or address for the cool-off, counted from the failure that
+# reached it: attempts meanwhile are refused without counting or extending it,
+# so guessing is slowed to a few tries per cool-off (console/login_limits.py).
 AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
-AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+ADMIN_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("ADMIN_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=5))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "console.login_limits.AdminLoginHandler"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "fairqueue.clientip.client_ip"  # honours NUM_PROXIES
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
@@ -343,6 +376,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "fairqueue.errors.exception_handler",
+    # A token bucket per signed-in customer (CUSTOMER_BUCKETS below).
+    "DEFAULT_THROTTLE_CLASSES": ["customers.throttling.CustomerBucketThrottle"],
     "UNAUTHENTICATED_USER": None,
     "NUM_PROXIES": NUM_PROXIES,
 }
@@ -354,6 +389,14 @@ RATE_LIMITS = {
 }
 # Per mailbox: codes sent to one address.
 OTP_EMAIL_LIMITS = env.str("OTP_EMAIL_LIMITS", default="5/hour,20/day")
+# Per signed-in customer, token buckets (customers/throttling.py): "N/unit"
+# refills N per unit, "burst=B" holds at most B. Sized for the waiting room's
+# own schedule (several tabs polling at its fastest, sockets reconnecting at
+# its fastest backoff: tests/core/test_customer_buckets.py), not for scripts.
+CUSTOMER_BUCKETS = {
+    "reads": env.str("THROTTLE_CUSTOMER_READS", default="120/minute,burst=60"),
+    "ws_tickets": env.str("THROTTLE_WS_TICKETS", default="20/minute,burst=20"),
+}
 SPECTACULAR_SETTINGS = OPENAPI_SETTINGS  # config/openapi.py
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=64 * 1024)
 
@@ -372,9 +415,12 @@ LOGIN_URL = "admin:login"
 LOGGING = logging_config(
     level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="plain")
 )
-# GET /metrics: open to loopback callers when METRICS_TOKEN is empty (make
-# run), else only with "Authorization: Bearer <METRICS_TOKEN>".
+# GET /metrics: only with "Authorization: Bearer <METRICS_TOKEN>" (required in
+# production); without a token, open to loopback callers when no proxy is in
+# front (NUM_PROXIES=0: make run). METRICS_LOOPBACK_ONLY=true says so in
+# production, where the token may then be left out.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_LOOPBACK_ONLY = env.bool("METRICS_LOOPBACK_ONLY", default=False)
 # /readyz: how long it waits for a Celery worker to answer a ping.
 READYZ_WORKER_TIMEOUT_SECONDS = env.float("READYZ_WORKER_TIMEOUT_SECONDS", default=1.0)
 # Where the Celery worker and beat touch their heartbeat files (the compose
@@ -393,6 +439,10 @@ if not DEBUG:
         paystack_base_url=PAYSTACK_BASE_URL,
         payments_sandbox=PAYMENTS_SANDBOX,
         email_backend=EMAIL_BACKEND,
+        public_base_url=PUBLIC_BASE_URL,
+        metrics_token=METRICS_TOKEN,
+        metrics_loopback_only=METRICS_LOOPBACK_ONLY,
+        num_proxies=NUM_PROXIES,
     )
     if _problems:
         raise ImproperlyConfigured(

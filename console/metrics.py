@@ -15,8 +15,9 @@ Why two sources (see also fairqueue/metrics.py):
   webhook signature writes nothing), and counting them in Redis would cost a
   round trip per request and vanish with a Redis wipe.
 
-Access: with ``METRICS_TOKEN`` set, ``Authorization: Bearer <token>``;
-without it, loopback callers only (``make run``, a local agent).
+Access: with ``METRICS_TOKEN`` set (production refuses to start without it,
+config/safety.py), ``Authorization: Bearer <token>``; without it, loopback
+callers only, and only with no proxy in front (``make run``, a local agent).
 """
 
 from __future__ import annotations
@@ -175,37 +176,47 @@ def _loopback(address: str | None) -> bool:
         return False
 
 
-def access_refused(*, authorization: str, remote_addr: str | None) -> int | None:
-    """None when the caller may read the metrics, else the HTTP status."""
+def access_refused(
+    *, authorization: str, remote_addr: str | None, behind_proxy: bool
+) -> int | None:
+    """None when the caller may read the metrics, else the HTTP status.
+    Without a token only a loopback caller may, and only with no proxy in
+    front: behind one, the loopback address is the proxy's, whoever sent
+    the request (and a forwarded-for header is the client's to write)."""
     token = settings.METRICS_TOKEN
     if token:
         scheme, _, given = authorization.partition(" ")
         ok = scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
         return None if ok else 401
-    return None if _loopback(remote_addr) else 403
+    return None if _loopback(remote_addr) and not behind_proxy else 403
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
     refused = access_refused(
         authorization=request.headers.get("Authorization", ""),
         remote_addr=request.META.get("REMOTE_ADDR"),
+        behind_proxy=settings.NUM_PROXIES > 0,
     )
     if refused == 401:
         response = HttpResponse("metrics need a bearer token\n", status=401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     if refused:
-        return HttpResponse("metrics are served to loopback callers, or set METRICS_TOKEN\n",
-                            status=403)  # fmt: skip
+        return HttpResponse(
+            "metrics are served with METRICS_TOKEN, or to loopback callers with no proxy\n",
+            status=403,
+        )
     return HttpResponse(scrape(), content_type=CONTENT_TYPE)
 
 
 def wsgi_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """The same rules as a bare WSGI app, for the Celery worker's and beat's
-    own metrics port (their processes serve no HTTP otherwise)."""
+    own metrics port (their processes serve no HTTP otherwise, and no proxy
+    stands in front of that port)."""
     refused = access_refused(
         authorization=environ.get("HTTP_AUTHORIZATION", ""),
         remote_addr=environ.get("REMOTE_ADDR"),
+        behind_proxy=False,
     )
     if refused:
         start_response(f"{refused} Refused", [("Content-Type", "text/plain")])

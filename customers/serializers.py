@@ -1,11 +1,25 @@
+from typing import Any
+
+from django.core.validators import EmailValidator
 from rest_framework import serializers
 
+from customers.emails import mailbox_validator
 from customers.services import CODE_DIGITS
 from fairqueue.api import StrictSerializer
 
 
+class MailboxField(serializers.EmailField):
+    """An address sign-in accepts: Django's email check without quoted local
+    parts, address literals or dotless domains (customers/emails.py)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        kept = [v for v in self.validators if not isinstance(v, EmailValidator)]
+        self.validators = [*kept, mailbox_validator]
+
+
 class OtpRequestSerializer(StrictSerializer):
-    email = serializers.EmailField(max_length=254)
+    email = MailboxField(max_length=254)
     nonce = serializers.CharField(
         required=False,
         max_length=64,
@@ -14,7 +28,7 @@ class OtpRequestSerializer(StrictSerializer):
 
 
 class OtpVerifySerializer(StrictSerializer):
-    email = serializers.EmailField(max_length=254)
+    email = MailboxField(max_length=254)
     nonce = serializers.CharField(
         max_length=64,
         help_text="The nonce the request answered with: the code only works for that client.",

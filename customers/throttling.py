@@ -1,10 +1,15 @@
 """Rate limits: per client address (DRF throttle classes on the sign-in
-endpoints) and per mailbox (the sign-in service), counted in Redis.
+endpoints), per mailbox (the sign-in service), and per signed-in customer
+(token buckets on WebSocket tickets and authenticated reads), counted in
+Redis.
 
 A limit is a guard against abuse, so it fails **closed**: when Redis cannot
 count, the request is refused with 503 ``busy`` + Retry-After
 (``fairqueue.redis.required``) rather than let through uncounted. Sign-in
-during a Redis outage waits for Redis; nothing else does.
+during a Redis outage waits for Redis. The one exception follows the Redis
+rule (fairqueue/redis.py): a customer's read that Postgres answers anyway
+(position, me/, tickets) goes through uncounted rather than fail with
+Redis; WebSocket tickets live in Redis, so theirs fails closed.
 
 Sizing: a carrier NAT or a venue's Wi-Fi puts hundreds of people behind one
 address, so the per-address limits are wide (THROTTLE_OTP_REQUEST: 60 a
@@ -14,19 +19,23 @@ hour, 20 a day). IPv6 clients count per /64 (fairqueue.clientip).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from customers.tokens import CustomerPrincipal
 from fairqueue.clientip import client_key
 from fairqueue.errors import RateLimited
-from fairqueue.redis import RedisStore, required
+from fairqueue.redis import RedisStore, best_effort, required
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -79,10 +88,8 @@ def rate_limit_store() -> RateLimitStore:
     return _store
 
 
-def rate_limit_hit(*, scope: str, ident: str, rates: tuple[Rate, ...]) -> None:
-    """Count one request of ``ident`` against ``rates``; RateLimited (429,
-    Retry-After) when over, RedisUnavailable (503) when Redis cannot count."""
-    wait = rate_limit_store().hit(scope=scope, ident=ident, rates=rates)
+def _refuse_after(wait: float) -> None:
+    """RateLimited (429, Retry-After) when ``wait`` seconds remain."""
     if wait > 0:
         retry_after = max(1, math.ceil(wait))
         raise RateLimited(
@@ -90,6 +97,12 @@ def rate_limit_hit(*, scope: str, ident: str, rates: tuple[Rate, ...]) -> None:
             details={"retry_after": retry_after},
             retry_after=retry_after,
         )
+
+
+def rate_limit_hit(*, scope: str, ident: str, rates: tuple[Rate, ...]) -> None:
+    """Count one request of ``ident`` against ``rates``; RateLimited (429,
+    Retry-After) when over, RedisUnavailable (503) when Redis cannot count."""
+    _refuse_after(rate_limit_store().hit(scope=scope, ident=ident, rates=rates))
 
 
 class ClientRateThrottle(BaseThrottle):
@@ -101,4 +114,103 @@ class ClientRateThrottle(BaseThrottle):
         rate_limit_hit(
             scope=scope, ident=client_key(request), rates=rates_parse(settings.RATE_LIMITS[scope])
         )
+        return True
+
+
+# --- token buckets per customer ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bucket:
+    capacity: int  # requests at once
+    per_second: float  # refilled
+
+
+@functools.lru_cache(maxsize=16)  # a setting, parsed on every authenticated request
+def bucket_parse(spec: str) -> Bucket:
+    """``"120/minute,burst=60"``: refilled at 120 a minute, holding at most
+    60 (without ``burst``: the rate's count)."""
+    rate_spec, _, burst = spec.partition(",burst=")
+    rates = rates_parse(rate_spec)
+    if len(rates) != 1:
+        raise ValueError(f"a bucket has one rate: {spec!r}")
+    (rate,) = rates
+    return Bucket(capacity=int(burst or rate.limit), per_second=rate.limit / rate.seconds)
+
+
+class CustomerBucketStore(RedisStore):
+    scripts_dir = Path(__file__).parent / "lua"
+    script_names = ("token_bucket",)
+
+    def _take(self, scope: str, ident: str, bucket: Bucket, now_ms: float | None) -> float:
+        wait_ms = self.scripts["token_bucket"](
+            keys=[f"fq:tb:{{{scope}:{ident}}}"],
+            args=[
+                bucket.capacity,
+                repr(bucket.per_second / 1000),
+                repr(time.time() * 1000 if now_ms is None else now_ms),
+            ],
+        )
+        return int(wait_ms) / 1000
+
+    @required
+    def take(self, *, scope: str, ident: str, bucket: Bucket, now_ms: float | None = None) -> float:
+        """Take a token: 0 when taken, else seconds until one is there.
+        ``now_ms``: the caller's clock (the web servers', kept by NTP)."""
+        return self._take(scope, ident, bucket, now_ms)
+
+    @best_effort(0.0)
+    def take_or_pass(
+        self, *, scope: str, ident: str, bucket: Bucket, now_ms: float | None = None
+    ) -> float:
+        """``take``, or 0 (go ahead, uncounted) when Redis cannot count."""
+        return self._take(scope, ident, bucket, now_ms)
+
+
+_bucket_store: CustomerBucketStore | None = None
+
+
+def customer_bucket_store() -> CustomerBucketStore:
+    global _bucket_store
+    if _bucket_store is None:
+        _bucket_store = CustomerBucketStore()
+    return _bucket_store
+
+
+# Buckets whose requests Postgres answers without Redis: uncounted, not
+# refused, while Redis cannot count.
+POSTGRES_ANSWERS = frozenset({"reads"})
+
+
+def customer_bucket_take(*, scope: str, customer_id: object) -> None:
+    """One request of this customer from ``settings.CUSTOMER_BUCKETS[scope]``:
+    RateLimited (429, Retry-After) when it is empty."""
+    store = customer_bucket_store()
+    take = store.take_or_pass if scope in POSTGRES_ANSWERS else store.take
+    bucket = bucket_parse(settings.CUSTOMER_BUCKETS[scope])
+    _refuse_after(take(scope=scope, ident=str(customer_id), bucket=bucket))
+
+
+class CustomerBucketThrottle(BaseThrottle):
+    """Per signed-in customer, so one token cannot be looped: the view's
+    ``customer_bucket`` (WebSocket tickets: each one a Redis key), else
+    ``reads`` for any authenticated read. Writes have their own guards
+    (admission, idempotency, one claim per customer); anonymous requests
+    are not a customer's."""
+
+    @staticmethod
+    def scope(view: Any, method: str) -> str | None:
+        bucket: str | None = getattr(view, "customer_bucket", None)
+        return bucket or ("reads" if method.upper() in SAFE_METHODS else None)
+
+    @classmethod
+    def throttles(cls, view_class: Any, method: str) -> bool:
+        """Whether a customer's request may meet a bucket (the schema's 429)."""
+        return cls.scope(view_class, method) is not None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        principal = request.user
+        scope = self.scope(view, request.method or "")
+        if isinstance(principal, CustomerPrincipal) and scope is not None:
+            customer_bucket_take(scope=scope, customer_id=principal.id)
         return True

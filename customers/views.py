@@ -16,8 +16,7 @@ from customers.serializers import (
 from customers.services import otp_request, otp_verify
 from customers.throttling import ClientRateThrottle
 from fairqueue.api import parse
-from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
-from fairqueue.clientip import client_ip
+from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
 from fairqueue.schema import error
 
 
@@ -49,7 +48,7 @@ class OtpRequestView(APIView):
     )
     def post(self, request: Request) -> Response:
         data = parse(OtpRequestSerializer, request.data)
-        challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
+        challenge_verify(request, action=ChallengeAction.SIGNIN)
         sent = otp_request(email=data["email"], nonce=data.get("nonce"))
         body = {
             "status": "sent",

@@ -35,6 +35,19 @@ EVENT_MACHINE = StateMachine(
 # Statuses in which the event is live: queue and Redis state must exist.
 LIVE_STATUSES = (S.ACTIVE, S.PAUSED, S.SOLD_OUT)
 
+# A tier's tickets are rows, made while its save waits: a stadium's worth at
+# most, so that one admin request cannot hold a worker for minutes.
+MAX_TIER_INVENTORY = 100_000
+# Rows Postgres makes per second, rounded down from what bench/provision_bench.py
+# measures on a small shared machine (about 60,000): the admin's estimate of
+# how long a large tier takes to set up.
+TICKETS_PROVISIONED_PER_SECOND = 50_000
+
+
+def provisioning_seconds(inventory: int) -> float:
+    """About how long making ``inventory`` ticket rows takes."""
+    return inventory / TICKETS_PROVISIONED_PER_SECOND
+
 
 def sale_window_errors(
     *,

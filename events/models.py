@@ -1,9 +1,10 @@
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db import models
 
-from events.domain import EVENT_STATUS_CHOICES, EventStatus
+from events.domain import EVENT_STATUS_CHOICES, MAX_TIER_INVENTORY, EventStatus
 
 
 class Organizer(models.Model):
@@ -75,7 +76,7 @@ class TicketTier(models.Model):
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tiers")
     name = models.CharField(max_length=100)
     price = models.PositiveBigIntegerField(help_text="In minor units (kobo for NGN).")
-    inventory = models.PositiveIntegerField()
+    inventory = models.PositiveIntegerField(validators=[MaxValueValidator(MAX_TIER_INVENTORY)])
     sort_order = models.PositiveSmallIntegerField(default=0)
     kind = models.CharField(max_length=16, choices=TierKind.choices, default=TierKind.GENERAL)
 

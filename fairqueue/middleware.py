@@ -11,11 +11,13 @@ still find them.
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBase
 from django.middleware.csrf import CsrfViewMiddleware
+from django.utils.cache import patch_cache_control
 
 API_PREFIX = "/api/"
 
@@ -57,3 +59,20 @@ class PagesAuthenticationMiddleware(PagesOnly, AuthenticationMiddleware):
 class PagesMessageMiddleware(PagesOnly, MessageMiddleware):
     pass
 
+
+class PrivateAnswersMiddleware:
+    """An answer to a request that carries credentials (a customer token, or
+    the admin session on the API: the door's check-in) is that person's
+    (their place, their tickets and codes): never stored by the browser or
+    anything between. Pages that show a code mark themselves (never_cache)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if "HTTP_AUTHORIZATION" in request.META or (
+            is_api(request) and settings.SESSION_COOKIE_NAME in request.COOKIES
+        ):
+            patch_cache_control(response, private=True, no_store=True)
+        return response

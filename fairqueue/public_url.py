@@ -1,12 +1,13 @@
 """Absolute URLs of this site for places outside a page: the payment
 gateway's callback, links in emails.
 
-``PUBLIC_BASE_URL`` wins when it is set (production, behind a proxy whose
-inner host means nothing to a browser). Otherwise a link follows the host
-the customer used, so a phone on the LAN that opened ``http://192.168.1.20:8000/``
-is sent back there after paying, not to a ``localhost`` it cannot reach. The
-host has passed ``ALLOWED_HOSTS`` (``request.get_host``), and a customer can
-only point their own callback at a host they already use.
+``PUBLIC_BASE_URL`` wins when it is set: production refuses to start without
+an https one (config/safety.py), so no email there links to the server's own
+address. Otherwise (development) a link follows the host the customer used,
+so a phone on the LAN that opened ``http://192.168.1.20:8000/`` is sent back
+there after paying, not to a ``localhost`` it cannot reach. The host has
+passed ``ALLOWED_HOSTS`` (``request.get_host``), and a customer can only
+point their own callback at a host they already use.
 """
 
 from __future__ import annotations

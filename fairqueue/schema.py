@@ -11,7 +11,9 @@ has, so they cannot be forgotten on a new endpoint:
   ``application/json``), 422 (not an object, unknown or invalid fields);
 - the ``Idempotency-Key`` header: 409 (a request with the key is still
   running), 422 (bad key, or the key was used with another body);
-- a throttle on the view: 429 (with ``Retry-After``).
+- a throttle on the view that applies to the method: 429 (with
+  ``Retry-After``); a throttle class may say which methods of which views it
+  counts (``throttles(view_class, method)``), else it counts them all.
 
 Every error answer is the one envelope of ``fairqueue/errors.py``. Wired as a
 drf-spectacular ``POSTPROCESSING_HOOKS`` entry.
@@ -119,12 +121,19 @@ def envelope_components() -> tuple[dict[str, str], dict[str, Any]]:
     return ref, auto.registry.build({})["schemas"]
 
 
+def _counts(throttle: Any, view_class: Any, method: str) -> bool:
+    decides = getattr(throttle, "throttles", None)
+    return True if decides is None else bool(decides(view_class, method))
+
+
 def throttled_operations(generator: Any) -> set[tuple[str, str]]:
-    """(path, method) of the operations whose view has a throttle."""
+    """(path, method) of the operations a throttle of their view counts."""
     found = set()
     for path, _regex, method, callback in generator.endpoints or []:
         view_class = getattr(callback, "cls", None)
-        if view_class is not None and view_class.throttle_classes:
+        if view_class is not None and any(
+            _counts(throttle, view_class, method) for throttle in view_class.throttle_classes
+        ):
             found.add((path, method.lower()))
     return found
 

@@ -104,28 +104,44 @@ def tickets_free(*, claim_ids: Iterable[object]) -> dict[uuid.UUID, Freed]:
     }
 
 
+# A tier's missing ticket rows, made by Postgres: nothing per row crosses the
+# wire, however large the tier.
+_ADD_SQL = f"""
+INSERT INTO {TABLE} (tier_id, reservation_id, accessible, restricted_view, blocked)
+SELECT %s, '', false, false, false FROM generate_series(1, %s)
+"""  # noqa: S608
+# Surplus free rows, picked and deleted by Postgres (rows claims in flight
+# hold are skipped, not waited for).
+_REMOVE_FREE_SQL = f"""
+WITH surplus AS ({_FREE_OF_TIER}
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM {TABLE} AS t USING surplus WHERE t.id = surplus.id
+"""  # noqa: S608
+
+
 def tickets_provision(*, tier_id: uuid.UUID, inventory: int) -> None:
-    """Make a tier's ticket rows number ``inventory``. Only free tickets can be
-    removed; an inventory below what is already held is refused. The caller
-    holds the tier's row lock (two saves must not both add the difference)."""
+    """Make a tier's ticket rows number ``inventory``, in one statement.
+    Only free tickets can be removed; an inventory below what is already
+    held is refused (and nothing is removed: the caller's transaction rolls
+    back). The caller holds the tier's row lock (two saves must not both add
+    the difference)."""
     existing = Ticket.objects.filter(tier_id=tier_id).count()
-    if inventory > existing:
-        Ticket.objects.bulk_create(
-            [Ticket(tier_id=tier_id) for _ in range(inventory - existing)], batch_size=5000
-        )
-    elif inventory < existing:
+    if inventory == existing:
+        return
+    with connection.cursor() as cursor:
+        if inventory > existing:
+            cursor.execute(_ADD_SQL, [tier_id, inventory - existing])
+            return
         surplus = existing - inventory
-        free_ids = list(
-            Ticket.objects.select_for_update(skip_locked=True)
-            .filter(tier_id=tier_id, claim__isnull=True)
-            .values_list("id", flat=True)[:surplus]
+        cursor.execute(_REMOVE_FREE_SQL, [tier_id, surplus])
+        removed: int = cursor.rowcount
+    if removed < surplus:
+        raise InvalidInput(
+            "The inventory cannot go below the tickets already claimed or sold.",
+            details={"inventory": inventory, "held": existing - removed},
         )
-        if len(free_ids) < surplus:
-            raise InvalidInput(
-                "The inventory cannot go below the tickets already claimed or sold.",
-                details={"inventory": inventory, "held": existing - len(free_ids)},
-            )
-        Ticket.objects.filter(id__in=free_ids).delete()
 
 
 def inventory_sync_event(

@@ -41,18 +41,44 @@ CLOSE_UNKNOWN_EVENT = 4404
 CLOSE_TRY_AGAIN = 4503
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin or site URL; None when it names
+    none (``null``, another scheme, user info, junk)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc:
+        return None
+    return parts.scheme, parts.hostname, port or DEFAULT_PORTS[parts.scheme]
+
+
 def origin_allowed(origin: str | None) -> bool:
     """No Origin header: not a browser (scripts, load tests), allowed; the
-    ticket is still required. A browser's Origin must be listed in
-    WEBSOCKET_ALLOWED_ORIGINS, or, when that is empty, its host must match
-    ALLOWED_HOSTS (same host as the site)."""
+    ticket is still required. A browser's Origin is compared whole (scheme,
+    host and port) with WEBSOCKET_ALLOWED_ORIGINS, or when that is empty
+    with the site's own: PUBLIC_BASE_URL's origin (production requires it).
+    Without one (development) the pages are plain HTTP on PORT, on whatever
+    allowed host the browser used: a phone on the LAN opens
+    ``http://192.168.1.20:8000`` and its socket on WS_PORT."""
     if origin is None:
         return True
-    allowed = settings.WEBSOCKET_ALLOWED_ORIGINS
-    if allowed:
-        return "*" in allowed or origin.rstrip("/") in {o.rstrip("/") for o in allowed}
-    host = urlsplit(origin).hostname
-    return bool(host and validate_host(host, settings.ALLOWED_HOSTS))
+    given = _origin(origin)
+    if given is None:
+        return False
+    listed = settings.WEBSOCKET_ALLOWED_ORIGINS
+    if listed:
+        return "*" in listed or given in {_origin(o) for o in listed}
+    if settings.PUBLIC_BASE_URL:
+        return given == _origin(settings.PUBLIC_BASE_URL)
+    scheme, host, port = given
+    return (
+        scheme == "http" and port == settings.PORT and validate_host(host, settings.ALLOWED_HOSTS)
+    )
 
 
 def _ticket(scope: dict) -> str:

@@ -19,8 +19,7 @@ from rest_framework.views import APIView
 
 from customers.authentication import IsCustomer, bearer_token, customer_of
 from customers.tokens import customer_token_verify
-from fairqueue.challenge import CHALLENGE_HEADER, CHALLENGE_HEADER_PARAMETER, challenge_verify
-from fairqueue.clientip import client_ip
+from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
 from fairqueue.errors import ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
@@ -70,7 +69,7 @@ class QueueView(HotPathView):
         },
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
-        challenge_verify(token=request.headers.get(CHALLENGE_HEADER), remote_ip=client_ip(request))
+        challenge_verify(request, action=ChallengeAction.QUEUE_JOIN)
         result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
         return _json(joined_body(result), status=201)
 
@@ -120,6 +119,7 @@ class QueuePositionView(HotPathView):
 
 class QueueWsTicketView(APIView):
     permission_classes = [IsCustomer]
+    customer_bucket = "ws_tickets"  # each ticket is a Redis key: customers/throttling.py
 
     @extend_schema(
         operation_id="queue_ws_ticket",

@@ -51,7 +51,9 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
         "my_tickets_url": public_url("/tickets/"),
         "event_url": public_url(f"/events/{event.pk}/"),
     }
-    subject = f"Your tickets for {event.name}"
+    # One line whatever the name holds: a header with CR/LF is refused by
+    # Django (no message at all, the buyer gets no tickets).
+    subject = "Your tickets for " + " ".join(event.name.split())
     message = EmailMultiAlternatives(
         subject=subject,
         body=render_to_string("emails/confirmation.txt", context),

@@ -17,6 +17,7 @@ from django.shortcuts import render
 from django.urls import path
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 
 from events.selectors import event_public_get, events_public
 from fairqueue.errors import NotFound
@@ -24,7 +25,6 @@ from fairqueue.money import money_format
 from payments.domain import LIVE_STATUSES
 from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
-from storefront.selectors import paid_tickets
 from storefront.ticket_pages import check_in_page, my_tickets_page, ticket_page, ticket_qr_svg
 from storefront.waiting_room import waiting_room_page
 from storefront.wording import PAYMENT_TEXT, words
@@ -78,10 +78,14 @@ def signin_page(request: HttpRequest) -> HttpResponse:
     )
 
 
+@never_cache
 def payment_return_page(request: HttpRequest) -> HttpResponse:
-    """The gateway appends ``?reference=``. The reference is unguessable, so
-    showing its status needs no sign-in. The gateway is asked at once (a
-    decline sends no webhook); the page refreshes itself while pending."""
+    """The gateway appends ``?reference=``. The page shows the payment's
+    status and nothing else: a reference travels through logs, exports,
+    receipts, proxies and browser history, so it opens nothing. The tickets
+    come with the customer's sign-in (My tickets, the waiting room). The
+    gateway is asked at once (a decline sends no webhook); the page
+    refreshes itself while pending."""
     reference = (request.GET.get("reference") or request.GET.get("trxref") or "")[:64]
     payment = payment_check_on_return(reference=reference) if reference else None
     return render(
@@ -91,7 +95,6 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
             "payment": payment,
             "pending": payment is not None and payment.status in LIVE_STATUSES,
             "status_text": words(PAYMENT_TEXT, payment.status) if payment else "",
-            "tickets": paid_tickets(payment) if payment else [],
         },
         status=200 if payment is not None else 404,
     )

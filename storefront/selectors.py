@@ -57,13 +57,3 @@ def issued_ticket_by_code(*, code: str) -> IssuedTicket | None:
         .first()
     )
 
-
-def paid_tickets(payment: Payment) -> list[IssuedTicket]:
-    """The tickets a CONFIRMED payment bought (empty for any other status)."""
-    if payment.status != PaymentStatus.CONFIRMED:
-        return []
-    return list(
-        IssuedTicket.objects.filter(claim_id=payment.claim_id)
-        .select_related("tier")
-        .order_by("seat")
-    )

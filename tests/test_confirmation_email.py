@@ -126,3 +126,24 @@ def test_the_sweep_sends_confirmations_whose_enqueue_was_lost(eager_tasks):
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == [old.customer.email]
     assert IssuedTicket.objects.get(claim=fresh).emailed_at is None
+
+
+@pytest.mark.parametrize("name", ["Gig\r\nBcc: attacker@evil.test", "Gig\nNight", "Gig\rNight"])
+def test_an_event_name_with_line_breaks_still_gets_its_tickets_mailed(eager_tasks, name):
+    """A name is one line of a header: CR/LF in it made the message
+    unbuildable (Django refuses header newlines), so the buyer got no
+    tickets, and they must never start a header of their own."""
+    tier = on_sale(tickets=5, name=name)
+    claim = make_claim(tier=tier)
+    pay(claim, status="CONFIRMED")
+    claim_confirm(claim_id=claim.pk)
+
+    outcome = confirmation_email_send.delay(str(claim.pk)).get()
+
+    assert outcome == "sent"
+    [message] = mail.outbox
+    assert message.subject == "Your tickets for " + " ".join(name.split())
+    built = message.message()
+    assert built["Bcc"] is None
+    assert message.recipients() == [claim.customer.email]
+    assert "\r" not in built["Subject"] and "\n" not in built["Subject"]

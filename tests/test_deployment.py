@@ -42,7 +42,9 @@ def references() -> list[tuple[str, str | None, str]]:
 
 def test_every_secret_is_required_and_none_has_a_default():
     required = {name for name, op, _ in references() if op == ":?"}
-    assert required == SECRETS
+    # PUBLIC_BASE_URL is no secret, but production refuses to start without
+    # an https one: compose asks for it rather than default to plain HTTP.
+    assert required == SECRETS | {"PUBLIC_BASE_URL"}
     for name, op, arg in references():
         secretish = re.search(r"SECRET|PASSWORD|TOKEN|_KEY$", name)
         if secretish and op == ":-":
@@ -100,6 +102,18 @@ def test_nginx_logs_no_query_string_for_the_websocket():
     for leak in ("$request ", '$request"', "$request_uri", "$args", "$query_string", "$arg_"):
         assert leak not in formats[used] + " ", leak
     assert "$uri" in formats[used]
+
+
+def test_nginx_does_not_serve_the_metrics_outside():
+    """Prometheus scrapes web:8000 and ws:8001 inside the network."""
+    conf = (REPO / "deploy" / "nginx.conf").read_text()
+    block = re.search(r"location = /metrics \{(.*?)\}", conf, re.S)
+    assert block is not None
+    assert block.group(1).split() == ["return", "404;"]
+    targets = re.findall(
+        r'targets: \["([^"]+)"\]', (REPO / "deploy/prometheus/prometheus.yml").read_text()
+    )
+    assert targets == ["web:8000", "ws:8001", "worker:9100", "beat:9100"]  # never nginx
 
 
 # --- ensure_superuser ------------------------------------------------------------------

@@ -23,6 +23,10 @@ GOOD = {
     "paystack_base_url": "https://api.paystack.co",
     "payments_sandbox": False,
     "email_backend": "django.core.mail.backends.smtp.EmailBackend",
+    "public_base_url": "https://tickets.example.com",
+    "metrics_token": "m" + secrets.token_urlsafe(32),
+    "metrics_loopback_only": False,
+    "num_proxies": 1,
 }
 
 
@@ -60,6 +64,18 @@ def test_a_correct_production_configuration_has_no_problem():
             {"email_backend": "django.core.mail.backends.locmem.EmailBackend"},
             "EMAIL_BACKEND is locmem",
         ),
+        ({"public_base_url": ""}, "PUBLIC_BASE_URL is not set"),
+        ({"public_base_url": "http://tickets.example.com"}, "PUBLIC_BASE_URL is not an https URL"),
+        ({"public_base_url": "http://localhost:8080"}, "PUBLIC_BASE_URL is not an https URL"),
+        ({"public_base_url": "https://"}, "PUBLIC_BASE_URL has no host"),
+        ({"public_base_url": "tickets.example.com"}, "PUBLIC_BASE_URL is not an https URL"),
+        ({"metrics_token": ""}, "METRICS_TOKEN is not set"),
+        ({"metrics_token": "change-me"}, "METRICS_TOKEN is a published demo value"),
+        ({"metrics_token": "t0ken"}, "METRICS_TOKEN is shorter than 32"),
+        (
+            {"metrics_token": "", "metrics_loopback_only": True},
+            "METRICS_LOOPBACK_ONLY is on behind a proxy",
+        ),
     ],
 )
 def test_each_unsafe_setting_is_refused_by_name(override, variable):
@@ -72,12 +88,56 @@ def test_the_demo_switch_allows_the_sandbox_gateway_but_not_weak_keys():
     sandboxed = {
         **GOOD,
         "payments_sandbox": True,
-        "paystack_secret_key": "sk_test_fairqueue_sandbox",
+        "paystack_secret_key": "sk_test_" + secrets.token_hex(20),
         "paystack_base_url": "http://sandbox:8002",
     }
     assert production_problems(**sandboxed) == []
     weak = production_problems(**{**sandboxed, "secret_key": "short"})
     assert weak == ["DJANGO_SECRET_KEY is shorter than 32 characters"]
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("sk_test_fairqueue_sandbox", "PAYSTACK_SECRET_KEY is a published demo value"),
+        ("", "PAYSTACK_SECRET_KEY is not set"),
+        ("sk_test_short", "PAYSTACK_SECRET_KEY is shorter than 32 characters"),
+    ],
+)
+def test_the_demo_switch_never_takes_a_key_anyone_can_sign_webhooks_with(key, problem):
+    """The sandbox signs its webhooks with the gateway key, and the app
+    checks them with it: a demo on the published key accepts a
+    ``charge.success`` anyone signs. The switch relaxes which gateway, never
+    whose key."""
+    sandboxed = {
+        **GOOD,
+        "payments_sandbox": True,
+        "paystack_secret_key": key,
+        "paystack_base_url": "http://sandbox:8002",
+    }
+    assert production_problems(**sandboxed) == [problem]
+
+
+def test_a_demo_on_this_machine_may_link_to_plain_http_localhost():
+    demo = {**GOOD, "payments_sandbox": True, "paystack_secret_key": "x" + secrets.token_hex(20)}
+    on_this_machine = [
+        production_problems(**{**demo, "public_base_url": url})
+        for url in ("http://localhost:8080", "http://127.0.0.1:8080", "http://[::1]:8080")
+    ]
+    elsewhere = production_problems(**{**demo, "public_base_url": "http://demo.example.com"})
+
+    assert on_this_machine == [[], [], []]
+    assert elsewhere == [
+        "PUBLIC_BASE_URL is not an https URL (emails and the payment callback would link to "
+        "'http://demo.example.com')"
+    ]
+
+
+def test_metrics_on_loopback_without_a_token_only_with_no_proxy_in_front():
+    switch = {**GOOD, "metrics_token": "", "metrics_loopback_only": True}
+
+    assert production_problems(**{**switch, "num_proxies": 0}) == []
+    assert len(production_problems(**{**switch, "num_proxies": 1})) == 1
 
 
 def test_the_challenge_is_off_or_fully_configured():
@@ -101,7 +161,10 @@ def production_env(**overrides: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "PAYSTACK_", "EMAIL_", "PAYMENTS_", "TOKEN_"))
+        if not key.startswith(
+            ("DJANGO_", "PAYSTACK_", "EMAIL_", "PAYMENTS_", "TOKEN_", "PUBLIC_", "METRICS_")
+        )
+        and key != "NUM_PROXIES"
     }
     env.update(
         {
@@ -112,6 +175,8 @@ def production_env(**overrides: str) -> dict[str, str]:
             "DJANGO_ALLOWED_HOSTS": "tickets.example.com",
             "PAYSTACK_SECRET_KEY": GOOD["paystack_secret_key"],
             "EMAIL_URL": "smtp+tls://mailer:password@smtp.example.com:587",
+            "PUBLIC_BASE_URL": GOOD["public_base_url"],
+            "METRICS_TOKEN": GOOD["metrics_token"],
             "LOG_LEVEL": "WARNING",
         }
     )
@@ -169,6 +234,8 @@ UNSAFE = {
     "EMAIL_BACKEND": production_env(
         EMAIL_URL="", EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend"
     ),
+    "PUBLIC_BASE_URL": production_env(PUBLIC_BASE_URL="http://localhost:8000"),
+    "METRICS_TOKEN": production_env(METRICS_TOKEN=""),
 }
 ENTRY_POINTS = {
     "manage.py": [PY, "manage.py", "check"],
@@ -202,14 +269,26 @@ def test_debug_is_off_unless_turned_on():
 
 
 @pytest.mark.slow
-def test_the_demo_switch_starts_with_the_sandbox_gateway():
+def test_the_demo_switch_starts_with_the_sandbox_gateway_on_its_own_key():
+    env = production_env(
+        PAYMENTS_SANDBOX="true",
+        PAYSTACK_SECRET_KEY="sk_test_" + secrets.token_hex(24),
+        PAYSTACK_BASE_URL="http://sandbox:8002",
+    )
+    result = run([PY, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], env)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.slow
+def test_the_demo_switch_refuses_to_start_on_the_published_sandbox_key():
     env = production_env(
         PAYMENTS_SANDBOX="true",
         PAYSTACK_SECRET_KEY="sk_test_fairqueue_sandbox",
         PAYSTACK_BASE_URL="http://sandbox:8002",
     )
-    result = run([PY, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], env)
-    assert result.returncode == 0, result.stderr
+    result = run([PY, "manage.py", "check"], env)
+    assert result.returncode != 0
+    assert "PAYSTACK_SECRET_KEY is a published demo value" in result.stderr
 
 
 # --- the banner -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from customers.revocation import AuthStateStore
-from customers.throttling import RateLimitStore
+from customers.throttling import CustomerBucketStore, RateLimitStore
 from fairqueue import redis as rule
 from fairqueue.errors import Busy
 from fairqueue.redis import RedisStore, RedisUnavailable, best_effort, make_client, required
@@ -25,7 +25,15 @@ from queueing.ws_tickets import WsTicketStore
 REPO = Path(__file__).resolve().parent.parent
 # The rule itself.
 OUTSIDE_THE_RULE = {"fairqueue/redis.py"}
-STORES = (QueueStore, InventoryStore, AuthStateStore, RateLimitStore, WsTicketStore, SeatMapStore)
+STORES = (
+    QueueStore,
+    InventoryStore,
+    AuthStateStore,
+    RateLimitStore,
+    CustomerBucketStore,
+    WsTicketStore,
+    SeatMapStore,
+)
 # Code naming the exception (a docstring may mention it).
 CATCHING = re.compile(r"except[^:\n]*RedisError|redis\.(exceptions\.)?RedisError")
 

@@ -26,26 +26,26 @@ ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
 BODY = {400, 413, 415, 422}
 IDEMPOTENT = {409, 422}
 DOCUMENTED_ERRORS = {
-    ("get", "/api/v1/auth/me/"): {401},
+    ("get", "/api/v1/auth/me/"): {401, 429},
     ("post", "/api/v1/auth/otp/request/"): BODY | {403, 429, 503},
     ("post", "/api/v1/auth/otp/verify/"): BODY | {403, 429, 503},
     ("post", "/api/v1/auth/logout/"): BODY | {401},
-    ("get", "/api/v1/events/"): {401},
-    ("get", "/api/v1/events/{event_id}/"): {401, 404},
-    ("get", "/api/v1/events/{event_id}/tiers/{tier_id}/seats/"): {401, 404},
+    ("get", "/api/v1/events/"): {401, 429},
+    ("get", "/api/v1/events/{event_id}/"): {401, 404, 429},
+    ("get", "/api/v1/events/{event_id}/tiers/{tier_id}/seats/"): {401, 404, 429},
     ("post", "/api/v1/events/{event_id}/queue/"): {401, 403, 404, 409, 503},
-    ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 503},
+    ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 429, 503},
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
-    ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404},
+    ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404, 429},
     ("get", "/api/v1/events/{event_id}/queue/state/"): {404},
     ("post", "/api/v1/events/{event_id}/claims/"): BODY | IDEMPOTENT | {401, 403, 404, 410, 503},
-    ("get", "/api/v1/claims/{claim_id}/"): {401, 404},
+    ("get", "/api/v1/claims/{claim_id}/"): {401, 404, 429},
     ("delete", "/api/v1/claims/{claim_id}/"): {401, 404, 409},
     # No 502: a gateway refusal is ours to fix (503 payments_unavailable), never the buyer's.
     ("post", "/api/v1/claims/{claim_id}/payments/"): BODY | IDEMPOTENT | {401, 404, 410, 503},
-    ("get", "/api/v1/payments/{payment_id}/"): {401, 404},
-    ("get", "/api/v1/events/{event_id}/me/"): {401, 404},
-    ("get", "/api/v1/me/tickets/"): {401},
+    ("get", "/api/v1/payments/{payment_id}/"): {401, 404, 429},
+    ("get", "/api/v1/events/{event_id}/me/"): {401, 404, 429},
+    ("get", "/api/v1/me/tickets/"): {401, 429},
     # Organizer session, not a customer token: its own 401 and 403.
     ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
 }
@@ -147,9 +147,15 @@ def test_the_hook_adds_the_plumbings_answers_to_an_undocumented_operation():
 def test_the_throttled_operations_are_found_from_the_views():
     generator = SchemaGenerator()
     generator.get_schema(request=None, public=True)
-    assert throttled_operations(generator) == {
+    reads = {(path, method) for method, path in DOCUMENTED_ERRORS if method == "get"}
+    assert throttled_operations(generator) == reads | {
         ("/api/v1/auth/otp/request/", "post"),
         ("/api/v1/auth/otp/verify/", "post"),
+        ("/api/v1/events/{event_id}/queue/ws-ticket/", "post"),  # a customer's bucket
+        # The schema and the docs pages (not in the schema): reads like any other.
+        ("/api/schema/", "get"),
+        ("/api/docs/", "get"),
+        ("/api/redoc/", "get"),
     }
 
 

@@ -7,9 +7,14 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 
-from events.domain import EventStatus, sale_window_errors
+from events.domain import (
+    MAX_TIER_INVENTORY,
+    EventStatus,
+    provisioning_seconds,
+    sale_window_errors,
+)
 from events.models import Event, TicketTier
 from events.services import EVENT_EDITABLE_FIELDS
 from fairqueue.money import minor_digits, money_major, money_parse
@@ -55,9 +60,19 @@ class TierInlineForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         inventory = self.fields["inventory"]
         assert isinstance(inventory, forms.IntegerField)  # the model's integer field
-        inventory.min_value = 1
-        inventory.validators.append(MinValueValidator(1))
-        inventory.widget.attrs["min"] = 1
+        inventory.min_value, inventory.max_value = 1, MAX_TIER_INVENTORY
+        inventory.validators += [
+            MinValueValidator(1),
+            MaxValueValidator(
+                MAX_TIER_INVENTORY, f"At most {MAX_TIER_INVENTORY:,} tickets per tier."
+            ),
+        ]
+        inventory.widget.attrs.update(min=1, max=MAX_TIER_INVENTORY)
+        inventory.help_text = (
+            f"1 to {MAX_TIER_INVENTORY:,}. Its tickets are made when you save: "
+            f"{MAX_TIER_INVENTORY:,} take about "
+            f"{max(1, round(provisioning_seconds(MAX_TIER_INVENTORY)))} seconds."
+        )
         currency = self.currency()
         if minor_digits(currency) == 0:
             self.fields["price"].widget.attrs["step"] = 1

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from events.domain import EventStatus
+from events.domain import MAX_TIER_INVENTORY, EventStatus
 from events.models import Event, TicketTier, TierKind
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
@@ -39,6 +39,8 @@ def tier_spec_validate(spec: TierSpec) -> None:
         errors["price"] = "The price must be positive (in minor units)."
     if spec.inventory <= 0:
         errors["inventory"] = "The inventory must be positive."
+    elif spec.inventory > MAX_TIER_INVENTORY:
+        errors["inventory"] = f"At most {MAX_TIER_INVENTORY:,} tickets per tier."
     if spec.seat_grid is not None:
         rows, per_row = spec.seat_grid
         if not 1 <= rows <= MAX_ROWS or not 1 <= per_row <= MAX_SEATS_PER_ROW:

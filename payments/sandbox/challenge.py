@@ -4,11 +4,14 @@ challenge runs end to end with no internet (``make run`` points
 CHALLENGE_VERIFY_URL and CHALLENGE_SCRIPT_URL here).
 
 - ``POST /challenge/siteverify`` (form or JSON: ``secret``, ``response``,
-  ``remoteip``) -> ``{"success": bool, "error-codes": [...]}``. A token the
-  stand-in widget made (``sandbox-pass.*``) passes once, a second use is
-  ``timeout-or-duplicate``; Cloudflare's documented dummy token
-  (``XXXX.DUMMY.TOKEN.XXXX``) always passes, as it does with Cloudflare's
-  test keys; anything else is ``invalid-input-response``.
+  ``remoteip``) -> ``{"success": bool, "error-codes": [...], "hostname",
+  "action"}``. A token the stand-in widget made
+  (``sandbox-pass.<random>.<action>.<hostname>``: the widget's
+  ``data-action`` and the page's host, which the real verifier reports the
+  same way) passes once, a second use is ``timeout-or-duplicate``;
+  Cloudflare's documented dummy token (``XXXX.DUMMY.TOKEN.XXXX``) always
+  passes, on ``example.com`` with no action, as with Cloudflare's test keys;
+  anything else is ``invalid-input-response``.
   Cloudflare's test secrets behave as documented: ``2x000...AA`` always
   fails, ``3x000...AA`` always answers ``timeout-or-duplicate``.
 - ``GET /challenge/api.js``: a ``window.turnstile`` that draws a checkbox in
@@ -35,12 +38,12 @@ SANDBOX_TOKEN_PREFIX = "sandbox-pass."  # noqa: S105 - not a secret
 
 WIDGET_JS = """(function () {
   "use strict";
-  function token() {
+  function token(box) {
     var bytes = new Uint8Array(12);
     window.crypto.getRandomValues(bytes);
     return "SANDBOX_TOKEN_PREFIX" + Array.prototype.map.call(bytes, function (b) {
       return (b < 16 ? "0" : "") + b.toString(16);
-    }).join("");
+    }).join("") + "." + (box.getAttribute("data-action") || "") + "." + window.location.hostname;
   }
   function draw(box) {
     box.textContent = "";
@@ -50,7 +53,7 @@ WIDGET_JS = """(function () {
     tick.type = "checkbox";
     field.type = "hidden";
     field.name = "cf-turnstile-response";
-    tick.addEventListener("change", function () { field.value = tick.checked ? token() : ""; });
+    tick.addEventListener("change", function () { field.value = tick.checked ? token(box) : ""; });
     label.appendChild(tick);
     label.appendChild(document.createTextNode(" I am not a robot (sandbox check)"));
     box.appendChild(label);
@@ -109,7 +112,12 @@ def siteverify(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
                 codes.append("invalid-input-response")
     body: dict[str, Any] = {"success": not codes, "error-codes": codes}
     if not codes:
-        body["hostname"] = "sandbox"
+        # Where and for what the widget was solved, as the real verifier says.
+        solved = token.removeprefix(SANDBOX_TOKEN_PREFIX).partition(".")[2]
+        action, _, hostname = solved.partition(".")
+        body["hostname"], body["action"] = (
+            ("example.com", "") if token == DUMMY_TOKEN else (hostname, action)
+        )
     return json_response("200 OK", body)
 
 
@@ -122,6 +130,3 @@ def challenge(
     if parts == ["api.js"] and method == "GET":
         return "200 OK", [("Content-Type", "text/javascript; charset=utf-8")], WIDGET_JS.encode()
     return fail("404 Not Found", "Not found")
-
-
-

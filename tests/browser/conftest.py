@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -18,7 +19,7 @@ from customers.tokens import customer_token_issue
 from events.services import TierSpec, event_activate, event_create
 from payments.sandbox import SandboxServer
 from queueing.services import admission_tick_event
-from tests.support.browser import Daphne, chromium
+from tests.support.browser import Daphne, chromium, csp_violations
 from tests.support.factories import CustomerFactory, OrganizerFactory
 from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox
 
@@ -32,7 +33,7 @@ class Stack:
 
 @pytest.fixture
 def stack(live_server, settings, tmp_path, eager_tasks) -> Iterator[Stack]:
-    daphne = Daphne(tmp_path / "daphne.log").start()
+    daphne = Daphne(tmp_path / "daphne.log", pages_port=urlsplit(live_server.url).port).start()
     sandbox = SandboxServer(
         port=0,
         secret_key=settings.PAYSTACK_SECRET_KEY,
@@ -52,14 +53,18 @@ def stack(live_server, settings, tmp_path, eager_tasks) -> Iterator[Stack]:
 
 @pytest.fixture
 def desktop() -> Iterator[webdriver.Chrome]:
+    """Every page a test opened worked under the Content-Security-Policy:
+    the console holds no refusal of it."""
     with chromium(1280, 900) as driver:
         yield driver
+        assert csp_violations(driver) == []
 
 
 @pytest.fixture
 def phone() -> Iterator[webdriver.Chrome]:
     with chromium(390, 844) as driver:
         yield driver
+        assert csp_violations(driver) == []
 
 
 def sale(*, tickets: int = 100, batch: int = 10, starts_in: float = -60, **fields):

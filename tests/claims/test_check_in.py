@@ -164,6 +164,26 @@ def test_an_unknown_code_and_another_events_ticket(tier):
     assert IssuedTicket.objects.get(pk=ticket.pk).status == "VALID"
 
 
+def test_another_organizers_ticket_is_refused_without_naming_its_event(tier):
+    """The door of one organizer learns nothing of another's sale from a
+    code: neither the event's name nor its id."""
+    ticket = paid_ticket(tier)
+    rival = on_sale(tickets=2, name="Rival Gig", organizer=OrganizerFactory())
+    client, csrf = door(rival.event.organizer)
+
+    answer = scan(client, csrf, rival.event_id, ticket.code)
+
+    assert answer.status_code == 409
+    error = answer.json()["error"]
+    assert error["code"] == "ticket_other_event"
+    assert error["details"] == {}
+    body = answer.content.decode()
+    assert tier.event.name not in body
+    assert str(tier.event_id) not in body
+    assert str(tier.event_id).replace("-", "") not in body
+    assert IssuedTicket.objects.get(pk=ticket.pk).status == "VALID"
+
+
 def test_without_a_session_it_is_401_and_nothing_changes(tier):
     ticket = paid_ticket(tier)
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from console.admin.forms import TierInlineForm
 from customers.models import Customer
+from events.domain import MAX_TIER_INVENTORY
 from events.models import Event, TicketTier
 from inventory.models import Ticket
 from tests.support.admin import (
@@ -505,3 +506,18 @@ def test_the_add_page_shows_no_numbers_for_the_unsaved_event(org_a):
         if field.is_readonly
     ]
     assert readonly == ["-", "-", "-", "-"]  # sold, claimed, free, seats
+
+
+def test_the_tier_form_says_the_inventory_cap_and_how_long_it_takes_and_refuses_more(org_a):
+    client_a, _, organizer_a = org_a
+
+    form_page = client_a.get(ADD_URL)
+    refused = client_a.post(ADD_URL, event_post(organizer_a, new_tiers=[("Huge", 5, 500_000)]))
+
+    assert f"{MAX_TIER_INVENTORY:,}" in form_page.content.decode()
+    assert "second" in form_page.content.decode()  # how long the largest tier takes
+    assert refused.status_code == 200
+    [inline] = refused.context["inline_admin_formsets"]
+    assert f"{MAX_TIER_INVENTORY:,}" in str(inline.formset.forms[0].errors["inventory"])
+    assert Event.objects.count() == 0
+    assert Ticket.objects.count() == 0

@@ -95,14 +95,68 @@ def test_foreign_origin_is_refused(settings):
 def test_origin_rules(settings):
     settings.ALLOWED_HOSTS = ["tickets.example.com", ".fairqueue.test"]
     settings.WEBSOCKET_ALLOWED_ORIGINS = []
+    settings.PUBLIC_BASE_URL = "https://tickets.example.com"
     assert origin_allowed(None)  # not a browser
     assert origin_allowed("https://tickets.example.com")
-    assert origin_allowed("https://app.fairqueue.test:8443")
     assert not origin_allowed("https://evil.example.net")
     assert not origin_allowed("null")
     settings.WEBSOCKET_ALLOWED_ORIGINS = ["https://shop.example.org"]
     assert origin_allowed("https://shop.example.org")
     assert not origin_allowed("https://tickets.example.com")
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("https://tickets.example.com", True),
+        ("https://TICKETS.example.com:443", True),  # the same origin, spelt out
+        ("https://tickets.example.com/", True),
+        ("http://tickets.example.com", False),  # another scheme
+        ("https://tickets.example.com:8443", False),  # another port
+        ("http://127.0.0.1:9999", False),  # an allowed host, on any other page
+        ("https://app.fairqueue.test", False),  # allowed hosts are not origins
+        ("https://tickets.example.com.evil.net", False),
+        ("https://user@tickets.example.com", False),
+        ("null", False),
+        ("", False),
+    ],
+)
+def test_the_sites_origin_is_compared_whole(settings, origin, allowed):
+    """Scheme, host and port: the origin of PUBLIC_BASE_URL, where the pages are."""
+    settings.ALLOWED_HOSTS = ["tickets.example.com", ".fairqueue.test", "127.0.0.1"]
+    settings.WEBSOCKET_ALLOWED_ORIGINS = []
+    settings.PUBLIC_BASE_URL = "https://tickets.example.com"
+
+    assert origin_allowed(origin) is allowed
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("https://shop.example.org", True),
+        ("https://shop.example.org:443", True),
+        ("http://shop.example.org", False),
+        ("https://shop.example.org:444", False),
+    ],
+)
+def test_listed_origins_are_compared_whole(settings, origin, allowed):
+    settings.WEBSOCKET_ALLOWED_ORIGINS = ["https://shop.example.org"]
+
+    assert origin_allowed(origin) is allowed
+
+
+def test_in_development_a_phone_on_the_lan_opens_the_socket_from_the_pages_port(settings):
+    """`make run`: no PUBLIC_BASE_URL, any host, pages on PORT and the socket
+    on WS_PORT; the page's origin is http://<the address the phone used>:PORT."""
+    settings.PUBLIC_BASE_URL = ""
+    settings.WEBSOCKET_ALLOWED_ORIGINS = []
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.PORT = 8000
+
+    assert origin_allowed("http://192.168.1.20:8000")
+    assert origin_allowed("http://localhost:8000")
+    assert not origin_allowed("http://192.168.1.20:9999")
+    assert not origin_allowed("https://192.168.1.20:8000")
 
 
 def test_unknown_event_is_refused():

@@ -125,6 +125,7 @@ def test_a_ticket_opens_only_its_own_events_socket_and_is_not_spent_elsewhere():
 
 def test_a_foreign_origin_is_refused_before_the_ticket_is_spent(settings):
     settings.ALLOWED_HOSTS = ["tickets.example.com"]
+    settings.PUBLIC_BASE_URL = "https://tickets.example.com"
     event = make_event()
     customer, _ = join(event)
     ticket = services.ws_ticket_issue(event_id=event.id, customer_id=customer.id).ticket

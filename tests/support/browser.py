@@ -93,6 +93,8 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
     options.add_argument("--lang=en-GB")
+    # The console, for the Content-Security-Policy's refusals (csp_violations).
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
     driver.fq_viewport = (width, height)  # type: ignore[attr-defined]  # for new tabs
     try:
@@ -144,6 +146,18 @@ def wait_for(
     except TimeoutException:
         shot(driver, "failure-last")
         raise AssertionError(f"timed out waiting for {what or predicate}") from None
+
+
+def csp_violations(driver: webdriver.Chrome) -> list[str]:
+    """What the console said about the Content-Security-Policy since the
+    last call (Chromium logs every refusal: an inline script, a script,
+    socket, frame or worker from an origin the policy does not list)."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if "Content Security Policy" in entry["message"]
+        or "Content-Security-Policy" in entry["message"]
+    ]
 
 
 def text_of(driver: webdriver.Chrome, element_id: str) -> str:
@@ -213,10 +227,13 @@ def child_env() -> dict[str, str]:
 
 class Daphne:
     """daphne serving config.asgi on a fixed port: stop it to drop every
-    socket, start it again on the same port to let the page reconnect."""
+    socket, start it again on the same port to let the page reconnect.
+    ``pages_port``: where the pages are served (its PORT, as under `make
+    run`), whose origin may open the socket."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, *, pages_port: int) -> None:
         self.port = devstack.free_port()
+        self.pages_port = pages_port
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -228,7 +245,8 @@ class Daphne:
         with self.log.open("ab") as out:
             argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
                     "config.asgi:application"]  # fmt: skip
-            self.proc = devstack.spawn(argv, env=child_env(), stdout=out)
+            env = {**child_env(), "PORT": str(self.pages_port)}
+            self.proc = devstack.spawn(argv, env=env, stdout=out)
         deadline = time.monotonic() + 30
         while True:
             try:
