@@ -19,6 +19,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from csp.middleware import CSPMiddleware, PolicyParts
+from csp.utils import build_policy
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
@@ -41,6 +42,12 @@ def site_sources() -> dict[str, list[str]]:
         challenge = _origin(settings.CHALLENGE_SCRIPT_URL)
         sources["script-src"] = sources["frame-src"] = [challenge]
     return sources
+
+
+def site_policy() -> str:
+    """The header an answer gets (for answers made outside Django's
+    middleware: queueing/wsgi.py)."""
+    return build_policy(update=site_sources())
 
 
 class SitePolicyMiddleware(CSPMiddleware):

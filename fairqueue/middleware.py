@@ -64,15 +64,24 @@ class PrivateAnswersMiddleware:
     """An answer to a request that carries credentials (a customer token, or
     the admin session on the API: the door's check-in) is that person's
     (their place, their tickets and codes): never stored by the browser or
-    anything between. Pages that show a code mark themselves (never_cache)."""
+    anything between. Pages that show a code mark themselves (never_cache).
+    An answer its view declared public (the line state: the same bytes for
+    everyone) depends on no credentials and stays cacheable."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
+        if _declared_public(response):
+            return response
         if "HTTP_AUTHORIZATION" in request.META or (
             is_api(request) and settings.SESSION_COOKIE_NAME in request.COOKIES
         ):
             patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+def _declared_public(response: HttpResponseBase) -> bool:
+    directives = response.get("Cache-Control", "")
+    return "public" in (part.strip() for part in directives.split(","))

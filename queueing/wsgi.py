@@ -17,12 +17,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from fairqueue.csp import site_policy
 from queueing.services.line_state import MAX_AGE_SECONDS, line_state_held
 
 _PATH = re.compile(r"^/api/v1/events/([0-9a-fA-F-]{36})/queue/state/$")
 
 # What the Django path adds to this answer (SecurityMiddleware, the
-# clickjacking middleware); tests/queueing/test_line_state.py compares them.
+# clickjacking middleware, the CSP's fixed part: self.csp);
+# tests/queueing/test_line_state.py compares them.
 HEADERS = [
     ("Content-Type", "application/json"),
     ("X-Frame-Options", "DENY"),
@@ -41,6 +43,7 @@ class LineStateFirst:
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self.app = app
         self.cache_control = ("Cache-Control", CACHE_CONTROL)
+        self.csp = ("Content-Security-Policy", site_policy())
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if environ.get("REQUEST_METHOD") == "GET":
@@ -48,7 +51,12 @@ class LineStateFirst:
             if match is not None:
                 body = self._state(match.group(1))
                 if body is not None:
-                    headers = [*HEADERS, self.cache_control, ("Content-Length", str(len(body)))]
+                    headers = [
+                        *HEADERS,
+                        self.cache_control,
+                        self.csp,
+                        ("Content-Length", str(len(body))),
+                    ]
                     start_response("200 OK", headers)
                     return [body]
         return self.app(environ, start_response)
