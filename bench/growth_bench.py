@@ -347,7 +347,7 @@ def report(results: list[dict], batches: list[int]) -> None:
 def embedded_services() -> object:
     """The embedded PostgreSQL and Redis of `make run` in a temporary
     directory; returns the stack, to close at the end."""
-    from fairqueue import devstack
+    from devtools import devstack
 
     for var in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(var, None)

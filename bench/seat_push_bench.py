@@ -38,7 +38,7 @@ from bench.production_env import production_env
 from bench.stack import BENCH_STACK_ENV
 from bench.ws_bench import OUT_DIR, daphne_stats, ms, seed, services, start_daphne
 from bench.ws_clients import Orchestrator, raise_nofile
-from fairqueue import devstack
+from devtools import devstack
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

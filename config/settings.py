@@ -20,7 +20,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 # Off unless said otherwise: `make run` and `make test` turn it on for
-# themselves (fairqueue/devstack), so a deployment that forgets the variable
+# themselves (devtools/devstack), so a deployment that forgets the variable
 # gets production behaviour and the checks below, never debug pages.
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 _DEV_SECRET_KEY = "dev-insecure-key-change-me-in-production-0123456789"  # noqa: S105 - dev only

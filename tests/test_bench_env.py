@@ -35,7 +35,7 @@ def test_the_bench_web_process_and_its_sandbox_share_the_paystack_key():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     web_key = result.stdout.strip().strip("'")
-    # What payments/sandbox reads from the same environment.
+    # What devtools/sandbox reads from the same environment.
     assert web_key
     assert web_key == env["PAYSTACK_SECRET_KEY"]
 

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from customers.models import OneTimeCode
-from payments.sandbox.challenge import ALWAYS_FAILS_SECRET, DUMMY_TOKEN
+from devtools.sandbox.challenge import ALWAYS_FAILS_SECRET, DUMMY_TOKEN
 from queueing.models import QueueEntry
 from tests.support.factories import CustomerFactory, bearer
 from tests.support.sales import make_event

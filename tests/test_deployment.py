@@ -81,14 +81,39 @@ def test_compose_creates_the_first_admin_from_the_environment():
     assert {"DJANGO_SUPERUSER_USERNAME", "DJANGO_SUPERUSER_PASSWORD"} <= set(env)
 
 
-def test_the_image_holds_every_package_of_the_project():
+def dockerfile_stages() -> dict[str, str]:
+    """Each ``FROM ... AS name`` stage of the Dockerfile: its text."""
     dockerfile = (REPO / "Dockerfile").read_text()
+    parts = re.split(r"^FROM\s+\S+\s+AS\s+(\w+)\s*$", dockerfile, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_image_holds_every_package_of_the_product_and_none_of_its_tools():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    stages = dockerfile_stages()
+    # `docker build .` (every app service) makes the last stage.
+    assert list(stages)[-1] == "app"
+    app = stages["app"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     packages = [p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]]
     assert packages
+    assert "devtools" not in packages
     for package in packages:
-        assert f"COPY {package} ./{package}" in dockerfile, package
+        assert f"COPY {package} ./{package}" in app, package
+    assert "devtools" not in stages["base"] + app
+    assert not re.search(r"^COPY \. ", dockerfile, flags=re.M)  # nothing copied wholesale
     assert "DJANGO_SECRET_KEY=" not in dockerfile
+
+
+def test_the_sandbox_runs_from_an_image_of_its_own():
+    sandbox = SERVICES["sandbox"]
+    assert sandbox["build"] == {"context": ".", "target": "sandbox"}
+    assert sandbox["image"] != SERVICES["web"]["image"]
+    assert "devtools.sandbox" in sandbox["command"]
+    stage = dockerfile_stages()["sandbox"]
+    assert "COPY devtools/sandbox ./devtools/sandbox" in stage
+    for name in ("web", "ws", "worker", "beat", "migrate"):
+        assert SERVICES[name].get("build", ".") == ".", name
 
 
 def test_nginx_logs_no_query_string_for_the_websocket():

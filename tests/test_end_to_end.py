@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from claims.models import Claim
 from config.asgi import application
+from devtools.sandbox import SandboxServer
 from events.services import TierSpec, event_activate, event_create
 from payments.models import Payment
-from payments.sandbox import SandboxServer
 from queueing.tasks import admission_tick
 from tests.support.factories import OrganizerFactory
 from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox

@@ -38,11 +38,11 @@ from console.invariants import Options, status_counts
 from console.invariants.agreement import redis_agrees
 from customers.models import Customer
 from customers.tokens import customer_token_issue
+from devtools.sandbox import SandboxServer
 from events.models import Event
 from events.services import TierSpec, default_sale_window, event_activate, event_create
 from events.tasks import inventory_reconcile
 from fairqueue.redis import get_redis
-from payments.sandbox import SandboxServer
 from payments.tasks import paying_claims_expire, payments_reconcile
 from queueing.models import QueueEntry
 from queueing.tasks import admission_tick, queue_reconcile

@@ -15,9 +15,9 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.utils import timezone
 
+from devtools.sandbox import SandboxServer
 from fairqueue.faults import InjectedFault, fault_armed
 from payments.models import Payment
-from payments.sandbox import SandboxServer
 from payments.services import payment_initialize, payments_reconcile
 from tests.support.factories import bearer
 from tests.support.payments import make_claim

@@ -12,9 +12,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from fairqueue import devstack
-from fairqueue.devstack.services import Stack
-from fairqueue.devstack.system import AppProcess, banner, pump_output, wait_until_ready
+from devtools import devstack
+from devtools.devstack.services import Stack
+from devtools.devstack.system import AppProcess, banner, pump_output, wait_until_ready
 
 
 class NoStopSignal:

@@ -28,10 +28,10 @@ from claims.tasks import claims_expire
 from console.invariants import status_counts
 from customers.models import Customer
 from customers.tokens import customer_token_issue
+from devtools.sandbox import SandboxServer
 from events.services import TierSpec, default_sale_window, event_activate, event_create
 from events.tasks import inventory_reconcile
 from fairqueue.redis import get_layer_redis, get_redis
-from payments.sandbox import SandboxServer
 from payments.tasks import paying_claims_expire, payments_reconcile
 from queueing.models import QueueEntry
 from queueing.store import queue_store

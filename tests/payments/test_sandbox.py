@@ -132,7 +132,7 @@ def test_unknown_checkout_is_404(gw):
 @pytest.mark.slow
 def test_runs_as_a_module(unused_tcp_port):
     process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "payments.sandbox", "--port", str(unused_tcp_port)],
+        [sys.executable, "-m", "devtools.sandbox", "--port", str(unused_tcp_port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

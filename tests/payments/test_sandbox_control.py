@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from fairqueue.devstack.services import Stack
-from fairqueue.devstack.system import banner, point_at_each_other
-from payments.sandbox import SandboxServer
-from payments.sandbox.webhooks import RETRY_SCHEDULE
+from devtools.devstack.services import Stack
+from devtools.devstack.system import banner, point_at_each_other
+from devtools.sandbox import SandboxServer
+from devtools.sandbox.webhooks import RETRY_SCHEDULE
 from tests.support.payments import RETRY_SCALE
 from tests.support.stub_gateway import StubGateway
 
@@ -331,7 +331,7 @@ def test_the_sandbox_process_takes_its_token_from_the_environment():
         port = sock.getsockname()[1]
     env = {**os.environ, "SANDBOX_CONTROL_TOKEN": "from-the-environment"}
     process = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "payments.sandbox", "--port", str(port)],
+        [sys.executable, "-m", "devtools.sandbox", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

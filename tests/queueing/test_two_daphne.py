@@ -20,8 +20,8 @@ import pytest
 import requests
 
 from customers.tokens import customer_token_issue
+from devtools import devstack
 from events.services import event_pause
-from fairqueue import devstack
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read

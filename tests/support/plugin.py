@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
+from devtools.sandbox import SandboxServer
 from fairqueue import redis as app_redis_module
 from fairqueue.redis import get_redis, make_client
-from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
 from tests.support.payments import (

@@ -1,4 +1,4 @@
-"""`python -m fairqueue.devstack test|run|services`: the package docstring says what each does."""
+"""`python -m devtools.devstack test|run|services`: the package docstring says what each does."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fairqueue import devstack
-from fairqueue.devstack.processes import (
+from devtools import devstack
+from devtools.devstack.processes import (
     REPO_ROOT,
     Interrupted,
     SignalWatch,
@@ -17,8 +17,8 @@ from fairqueue.devstack.processes import (
     run_foreground,
     write_line,
 )
-from fairqueue.devstack.services import Stack
-from fairqueue.devstack.system import run_system, wait_for_stop
+from devtools.devstack.services import Stack
+from devtools.devstack.system import run_system, wait_for_stop
 
 STATE_DIR = REPO_ROOT / ".fairqueue"
 
@@ -28,7 +28,7 @@ def parse_args(argv: list[str]) -> tuple[str, list[str]]:
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
     parser = argparse.ArgumentParser(
-        prog="python -m fairqueue.devstack",
+        prog="python -m devtools.devstack",
         description=devstack.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

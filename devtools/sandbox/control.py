@@ -3,7 +3,7 @@ fault injection. Each needs the control token (``SANDBOX_CONTROL_TOKEN``) in
 the ``X-Sandbox-Token`` header: they can mark any payment paid. Without a
 configured token they are all refused (403).
 
-- ``GET|POST /_sandbox/config``: see ``DEFAULT_CONFIG``.
+- ``GET|POST /_sandbox/config``: see ``devtools.sandbox.state.DEFAULT_CONFIG``.
 - ``POST /_sandbox/pay/{reference}``: the transaction reaches ``outcome``
   (default ``success``; any status verify may answer: ``failed``,
   ``abandoned``, ``ongoing``, ``pending``, ``processing``, ``queued``,
@@ -24,44 +24,17 @@ from __future__ import annotations
 import hmac
 import json
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from payments.sandbox import refunds, shapes, webhooks
-from payments.sandbox.http import Response, fail, json_response, now_iso
+from devtools.sandbox import charges, refunds, shapes, webhooks
+from devtools.sandbox.http import Response, fail, json_response, now_iso
+from devtools.sandbox.state import DEFAULT_CONFIG, SandboxState
 
-if TYPE_CHECKING:
-    from payments.sandbox.app import SandboxGateway
-
-DEFAULT_CONFIG: dict[str, Any] = {
-    # Every API call takes at least this long: the round trip to Paystack from
-    # where the servers are (a few hundred ms), which a sale's web workers wait out.
-    "latency_seconds": 0.0,
-    "fail_next_n_with_5xx": 0,
-    "fail_after_recording": False,
-    "delay_next_n": 0,
-    "delay_seconds": 0.0,
-    # Initialize answers 400 status:false (a request the gateway finds invalid).
-    "fail_initialize_permanently": False,
-    # Every API call answers 401 "Invalid key" (a rotated secret key).
-    "reject_key": False,
-    # The next N API calls answer 429 with this Retry-After.
-    "rate_limit_next_n": 0,
-    "rate_limit_retry_after": 1,
-    "webhook_delay_seconds": 0.0,
-    "duplicate_webhooks": 1,
-    "send_webhooks": True,
-    # Failed deliveries are retried (Paystack: 4 x 3 min, then hourly for 72 h),
-    # the schedule multiplied by webhook_retry_scale.
-    "webhook_retries": True,
-    "webhook_retry_scale": 1.0,
-    "refund_outcome": "processed",
-    "refund_delay_seconds": 0.0,
-}
 TOKEN_HEADER = "HTTP_X_SANDBOX_TOKEN"  # noqa: S105 - a header name, not a secret
 
 
 def control(
-    gateway: SandboxGateway, method: str, parts: list[str], environ: dict[str, Any]
+    gateway: SandboxState, method: str, parts: list[str], environ: dict[str, Any]
 ) -> Response:
     if not gateway.control_token:
         return fail("403 Forbidden", "The control API is off: set SANDBOX_CONTROL_TOKEN")
@@ -94,7 +67,7 @@ def control(
     return fail("404 Not Found", "Not found")
 
 
-def _config(gateway: SandboxGateway, method: str, environ: dict[str, Any]) -> Response:
+def _config(gateway: SandboxState, method: str, environ: dict[str, Any]) -> Response:
     if method == "POST":
         body = gateway.json_body(environ)
         if not isinstance(body, dict) or set(body) - set(DEFAULT_CONFIG):
@@ -107,7 +80,7 @@ def _config(gateway: SandboxGateway, method: str, environ: dict[str, Any]) -> Re
         return json_response("200 OK", {"status": True, "data": dict(gateway.config)})
 
 
-def _pay(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Response:
+def _pay(gateway: SandboxState, reference: str, environ: dict[str, Any]) -> Response:
     body = gateway.json_body(environ)
     if not isinstance(body, dict):
         return fail("400 Bad Request", "Invalid JSON body")
@@ -118,7 +91,8 @@ def _pay(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Re
     outcome = body.get("outcome", "success")
     if outcome not in shapes.STATUSES:
         return fail("400 Bad Request", f"outcome must be one of {', '.join(shapes.STATUSES)}")
-    tx = gateway.settle(
+    tx = charges.settle(
+        gateway,
         reference,
         outcome=outcome,
         amount=body.get("amount"),
@@ -133,7 +107,7 @@ def _pay(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Re
     )
 
 
-def _resend(gateway: SandboxGateway, reference: str) -> Response:
+def _resend(gateway: SandboxState, reference: str) -> Response:
     with gateway.lock:
         tx = gateway.transactions.get(reference)
         data = shapes.transaction(tx) if tx and tx["status"] == "success" else None
@@ -145,7 +119,7 @@ def _resend(gateway: SandboxGateway, reference: str) -> Response:
     return json_response("200 OK", {"status": True, "data": {"webhooks": results}})
 
 
-def _settle_refund(gateway: SandboxGateway, refund_id: str, environ: dict[str, Any]) -> Response:
+def _settle_refund(gateway: SandboxState, refund_id: str, environ: dict[str, Any]) -> Response:
     body = gateway.json_body(environ)
     outcome = body.get("outcome") if isinstance(body, dict) else None
     if outcome not in ("processed", "failed"):
@@ -156,7 +130,7 @@ def _settle_refund(gateway: SandboxGateway, refund_id: str, environ: dict[str, A
     return json_response("200 OK", {"status": True, "data": {"status": refund["status"]}})
 
 
-def _dispute(gateway: SandboxGateway, reference: str, environ: dict[str, Any]) -> Response:
+def _dispute(gateway: SandboxState, reference: str, environ: dict[str, Any]) -> Response:
     body = gateway.json_body(environ)
     event = body.get("event", "create") if isinstance(body, dict) else None
     if event not in ("create", "remind", "resolve"):

@@ -7,17 +7,15 @@ goes back to the ``callback_url`` with ``?trxref=&reference=``."""
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
-from payments.sandbox.http import Response, with_query
-
-if TYPE_CHECKING:
-    from payments.sandbox.app import SandboxGateway
+from devtools.sandbox import charges
+from devtools.sandbox.http import Response, with_query
+from devtools.sandbox.state import SandboxState
 
 FINAL = ("success", "failed", "reversed")
 
 
-def page(gateway: SandboxGateway, access_code: str) -> Response:
+def page(gateway: SandboxState, access_code: str) -> Response:
     with gateway.lock:
         reference = gateway.by_access_code.get(access_code)
         tx = dict(gateway.transactions[reference]) if reference else None
@@ -49,12 +47,12 @@ def page(gateway: SandboxGateway, access_code: str) -> Response:
     return "200 OK", [("Content-Type", "text/html; charset=utf-8")], body.encode()
 
 
-def submit(gateway: SandboxGateway, access_code: str, action: str) -> Response:
+def submit(gateway: SandboxState, access_code: str, action: str) -> Response:
     with gateway.lock:
         reference = gateway.by_access_code.get(access_code)
     if reference is None:
         return "404 Not Found", [("Content-Type", "text/plain")], b"Unknown checkout"
-    tx = gateway.settle(reference, outcome="success" if action == "pay" else "failed")
+    tx = charges.settle(gateway, reference, outcome="success" if action == "pay" else "failed")
     callback = tx.get("callback_url") or ""
     if callback:
         location = with_query(callback, trxref=reference, reference=reference)

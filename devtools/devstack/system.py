@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from fairqueue.devstack.processes import (
+from devtools.devstack.processes import (
     REPO_ROOT,
     SignalWatch,
     StartupError,
@@ -30,7 +30,7 @@ from fairqueue.devstack.processes import (
     stop_groups,
     write_line,
 )
-from fairqueue.devstack.services import Stack, log_tail
+from devtools.devstack.services import Stack, log_tail
 from fairqueue.webserver import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_WORKERS,
@@ -82,9 +82,9 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
             "sandbox",
             # On every interface, like web and ws: a phone on the LAN pays there
             # (its checkout pages follow the host the customer used).
-            [py, "-m", "payments.sandbox", f"--host={env.get('SANDBOX_HOST', ALL_INTERFACES)}",
+            [py, "-m", "devtools.sandbox", f"--host={env.get('SANDBOX_HOST', ALL_INTERFACES)}",
              f"--port={env['SANDBOX_PORT']}"],
-            needs_module="payments.sandbox",
+            needs_module="devtools.sandbox",
             port=int(env["SANDBOX_PORT"]),
         ),
     ]  # fmt: skip

@@ -8,9 +8,9 @@ import threading
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from payments.sandbox.app import DEFAULT_WEBHOOK_URL, SandboxGateway
+from devtools.sandbox.app import DEFAULT_WEBHOOK_URL, SandboxGateway
 
-logger = logging.getLogger("payments.sandbox")
+logger = logging.getLogger("devtools.sandbox")
 
 # Same default as config.settings, so the sandbox and the app agree out of the box.
 DEFAULT_SECRET_KEY = "sk_test_fairqueue_sandbox"  # noqa: S105 - a public test key

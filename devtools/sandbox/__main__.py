@@ -1,4 +1,4 @@
-"""``python -m payments.sandbox --port 8002``: run the sandbox gateway.
+"""``python -m devtools.sandbox --port 8002``: run the sandbox gateway.
 
 Environment: ``PAYSTACK_SECRET_KEY`` (checks the Bearer key and signs the
 webhooks; the app uses the same variable), ``SANDBOX_WEBHOOK_URL`` (where
@@ -16,11 +16,11 @@ import contextlib
 import logging
 import os
 
-from payments.sandbox.server import serve
+from devtools.sandbox.server import serve
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m payments.sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devtools.sandbox", description=__doc__)
     parser.add_argument("--host", default=os.environ.get("SANDBOX_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "8002")))
     args = parser.parse_args()

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from fairqueue.devstack.processes import (
+from devtools.devstack.processes import (
     SignalWatch,
     StartupError,
     log,

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs
 
-from payments.sandbox.http import Response, fail, json_response
-
-if TYPE_CHECKING:
-    from payments.sandbox.app import SandboxGateway
+from devtools.sandbox.http import Response, fail, json_response
+from devtools.sandbox.state import SandboxState
 
 ALWAYS_FAILS_SECRET = "2x0000000000000000000000000000000AA"  # noqa: S105 - Cloudflare's test secret
 ALWAYS_SPENT_SECRET = "3x0000000000000000000000000000000AA"  # noqa: S105 - Cloudflare's test secret
@@ -70,25 +68,25 @@ WIDGET_JS = """(function () {
 """.replace("SANDBOX_TOKEN_PREFIX", SANDBOX_TOKEN_PREFIX)
 
 
-def _form(gateway: SandboxGateway, environ: dict[str, Any]) -> dict[str, str]:
+def _form(gateway: SandboxState, environ: dict[str, Any]) -> dict[str, str]:
     if "json" in environ.get("CONTENT_TYPE", ""):
         body = gateway.json_body(environ)
         return {k: str(v) for k, v in body.items()} if isinstance(body, dict) else {}
-    raw = gateway._body(environ).decode("utf-8", "replace")
+    raw = gateway.raw_body(environ).decode("utf-8", "replace")
     return {k: v[0] for k, v in parse_qs(raw).items()}
 
 
 # Tokens already used, per gateway (its own state stays the payments' alone).
-_spent_tokens: weakref.WeakKeyDictionary[SandboxGateway, set[str]] = weakref.WeakKeyDictionary()
+_spent_tokens: weakref.WeakKeyDictionary[SandboxState, set[str]] = weakref.WeakKeyDictionary()
 _spent_lock = threading.Lock()
 
 
-def _spent(gateway: SandboxGateway) -> tuple[threading.Lock, set[str]]:
+def _spent(gateway: SandboxState) -> tuple[threading.Lock, set[str]]:
     with _spent_lock:
         return _spent_lock, _spent_tokens.setdefault(gateway, set())
 
 
-def siteverify(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
+def siteverify(gateway: SandboxState, environ: dict[str, Any]) -> Response:
     form = _form(gateway, environ)
     secret, token = form.get("secret", ""), form.get("response", "")
     codes: list[str] = []
@@ -114,7 +112,7 @@ def siteverify(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
 
 
 def challenge(
-    gateway: SandboxGateway, method: str, parts: list[str], environ: dict[str, Any]
+    gateway: SandboxState, method: str, parts: list[str], environ: dict[str, Any]
 ) -> Response:
     """The ``/challenge/...`` routes."""
     if parts == ["siteverify"] and method == "POST":
@@ -122,6 +120,3 @@ def challenge(
     if parts == ["api.js"] and method == "GET":
         return "200 OK", [("Content-Type", "text/javascript; charset=utf-8")], WIDGET_JS.encode()
     return fail("404 Not Found", "Not found")
-
-
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from payments.sandbox.http import now_iso
+from devtools.sandbox.http import now_iso
 
 INTEGRATION_ID = 100200
 CUSTOMER_ID = 4242

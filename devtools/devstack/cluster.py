@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from fairqueue.devstack.processes import spawn
-from fairqueue.devstack.services import Redis
+from devtools.devstack.processes import spawn
+from devtools.devstack.services import Redis
 
 SLOTS = 16384
 # A failed node is noticed after this (ms); the slots of the others keep

@@ -13,16 +13,14 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 
-from payments.sandbox.http import now_iso
+from devtools.sandbox.http import now_iso
+from devtools.sandbox.state import SandboxState
 
-if TYPE_CHECKING:
-    from payments.sandbox.app import SandboxGateway
-
-logger = logging.getLogger("payments.sandbox")
+logger = logging.getLogger("devtools.sandbox")
 
 # Pauses before each retry, in seconds: 4 x 3 minutes, then hourly up to 72 h.
 RETRY_SCHEDULE = (180.0,) * 4 + (3600.0,) * 72
@@ -34,7 +32,7 @@ def signed(secret_key: str, event: str, data: dict[str, Any]) -> tuple[bytes, st
 
 
 def send(
-    gateway: SandboxGateway, reference: str, event: str, data: dict[str, Any], *, wait: bool
+    gateway: SandboxState, reference: str, event: str, data: dict[str, Any], *, wait: bool
 ) -> list[int | str]:
     """Deliver ``event`` about the transaction ``reference`` (each attempt is
     recorded on it). With ``wait`` the first attempt of each copy is made
@@ -111,7 +109,7 @@ def _delivered(outcome: int | str) -> bool:
 
 
 def _post(
-    gateway: SandboxGateway,
+    gateway: SandboxState,
     reference: str,
     event: str,
     body: bytes,

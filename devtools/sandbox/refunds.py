@@ -11,19 +11,17 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs
 
-from payments.sandbox import shapes, webhooks
-from payments.sandbox.http import Response, fail, json_response, now_iso
-
-if TYPE_CHECKING:
-    from payments.sandbox.app import SandboxGateway
+from devtools.sandbox import shapes, webhooks
+from devtools.sandbox.http import Response, fail, json_response, now_iso
+from devtools.sandbox.state import SandboxState
 
 REFUND_OUTCOMES = ("processed", "failed", "manual")
 
 
-def _find_transaction(gateway: SandboxGateway, key: Any) -> dict[str, Any] | None:
+def _find_transaction(gateway: SandboxState, key: Any) -> dict[str, Any] | None:
     """By reference, or by the transaction's numeric id (Paystack takes both)."""
     if not isinstance(key, str | int) or isinstance(key, bool):
         return None
@@ -33,7 +31,7 @@ def _find_transaction(gateway: SandboxGateway, key: Any) -> dict[str, Any] | Non
     return tx
 
 
-def refundable(gateway: SandboxGateway, tx: dict[str, Any]) -> int:
+def refundable(gateway: SandboxState, tx: dict[str, Any]) -> int:
     taken = sum(
         r["amount"]
         for r in gateway.refunds.values()
@@ -42,7 +40,7 @@ def refundable(gateway: SandboxGateway, tx: dict[str, Any]) -> int:
     return tx["reported_amount"] - taken
 
 
-def create(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
+def create(gateway: SandboxState, environ: dict[str, Any]) -> Response:
     with gateway.lock:
         gateway.stats["refund_calls"] += 1
     refusal = gateway.api_guard(environ)
@@ -103,7 +101,7 @@ def create(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
 
 
 def _announce_then_settle(
-    gateway: SandboxGateway,
+    gateway: SandboxState,
     reference: str,
     pending: dict[str, Any],
     refund_id: int,
@@ -121,7 +119,7 @@ def _announce_then_settle(
         settle(gateway, refund_id, outcome)
 
 
-def settle(gateway: SandboxGateway, refund_id: int, outcome: str) -> dict[str, Any] | None:
+def settle(gateway: SandboxState, refund_id: int, outcome: str) -> dict[str, Any] | None:
     """The refund reaches ``processed`` or ``failed`` (once); its webhook goes out."""
     with gateway.lock:
         refund = gateway.refunds.get(refund_id)
@@ -141,7 +139,7 @@ def settle(gateway: SandboxGateway, refund_id: int, outcome: str) -> dict[str, A
     return snapshot
 
 
-def fetch(gateway: SandboxGateway, environ: dict[str, Any], refund_id: str) -> Response:
+def fetch(gateway: SandboxState, environ: dict[str, Any], refund_id: str) -> Response:
     refusal = gateway.api_guard(environ)
     if refusal is not None:
         return refusal
@@ -153,7 +151,7 @@ def fetch(gateway: SandboxGateway, environ: dict[str, Any], refund_id: str) -> R
     return json_response("200 OK", {"status": True, "message": "Refund retrieved", "data": view})
 
 
-def listing(gateway: SandboxGateway, environ: dict[str, Any]) -> Response:
+def listing(gateway: SandboxState, environ: dict[str, Any]) -> Response:
     refusal = gateway.api_guard(environ)
     if refusal is not None:
         return refusal

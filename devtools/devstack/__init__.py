@@ -1,8 +1,8 @@
 """Embedded PostgreSQL and Redis for development and tests, and the runner behind `make run`.
 
-    python -m fairqueue.devstack test [-- CMD ...]  # throwaway services, then CMD (default pytest)
-    python -m fairqueue.devstack run                # migrate, demo data, the whole system
-    python -m fairqueue.devstack services           # services only; prints the exports
+    python -m devtools.devstack test [-- CMD ...]  # throwaway services, then CMD (default pytest)
+    python -m devtools.devstack run                # migrate, demo data, the whole system
+    python -m devtools.devstack services           # services only; prints the exports
 
 Only what the environment lacks is started: with `DATABASE_URL` set there is no embedded
 PostgreSQL, with `REDIS_URL` set no embedded Redis. `run` and `services` keep their data in
@@ -20,9 +20,9 @@ running.
 Only the standard library is used: the wheels are located with importlib, never imported.
 """
 
-from fairqueue.devstack.processes import SignalWatch, _die_with_parent, spawn, stop_groups
-from fairqueue.devstack.services import Postgres, Redis, Stack, free_port, log_tail
-from fairqueue.devstack.system import app_processes, module_runnable
+from devtools.devstack.processes import SignalWatch, _die_with_parent, spawn, stop_groups
+from devtools.devstack.services import Postgres, Redis, Stack, free_port, log_tail
+from devtools.devstack.system import app_processes, module_runnable
 from fairqueue.webserver import web_argv
 
 # What bench/ and tests/ use; `_die_with_parent` too, for the children bench/stack.py starts itself.
