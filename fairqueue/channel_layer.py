@@ -21,7 +21,7 @@ the layer gets nothing, as before.
 
 Built on channels_redis 4.3's pub/sub internals (the loop layer's
 ``channels``/``groups`` and the shard's ``_receive_message``);
-tests/queueing/test_channel_layer.py pins them.
+tests/fairqueue/test_channel_layer.py pins them.
 """
 
 from __future__ import annotations

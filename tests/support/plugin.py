@@ -39,8 +39,8 @@ ON_CLUSTER_TOO = {
     "tests.claims.test_reconcile",
     "tests.claims.test_inventory_store",
     "tests.console.test_invariants_redis",
-    "tests.test_flashsale_small",
-    "tests.test_scale_out",
+    "tests.system.test_flashsale_small",
+    "tests.system.test_scale_out",
 }
 _OWN_SERVER_FIXTURES = {"own_redis", "dead_redis"}
 

@@ -22,7 +22,7 @@ from inventory.store import InventoryStore, Reservation
 from queueing.store import QueueStore
 from queueing.ws_tickets import WsTicketStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The rule itself.
 OUTSIDE_THE_RULE = {"fairqueue/redis.py"}
 STORES = (QueueStore, InventoryStore, AuthStateStore, RateLimitStore, WsTicketStore, SeatMapStore)

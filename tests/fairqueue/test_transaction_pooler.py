@@ -1,7 +1,7 @@
 """DB_TRANSACTION_POOLER (docs/SCALING.md, PgBouncer in transaction mode):
 the app's connections iterate without server-side cursors and prepare no
 statement (what a transaction pooler needs); directly on Postgres, the hot
-statements are prepared (fairqueue/db.py, tests/test_prepared_statements.py)."""
+statements are prepared (fairqueue/db.py, tests/fairqueue/test_prepared_statements.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.processes import child_env
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import django, json
 django.setup()

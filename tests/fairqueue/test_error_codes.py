@@ -16,7 +16,7 @@ import pytest
 from fairqueue import errors
 from fairqueue.errors import AppError, ErrorCode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APPS = [
     "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims",
     "payments", "storefront", "console",

@@ -2,7 +2,7 @@
 
 Each guarded test first shows the race a naive read-check-write has (the
 guard "switched off", written out here), then that the service holds when the
-calls really overlap (see tests/core/threads.py).
+calls really overlap (tests/support/races.py).
 """
 
 import threading

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APPS = [
     "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims",
-    "payments", "storefront", "console",
+    "payments", "storefront", "console", "devtools",
 ]  # fmt: skip
 IGNORE = re.compile(r"#\s*type:\s*ignore")
 EXPLAINED = re.compile(r"#\s*type:\s*ignore\[[a-z-]+(, *[a-z-]+)*\]  # \S")

@@ -1,18 +1,11 @@
 """Checkout and callback URLs follow the host the customer used (or
-PUBLIC_BASE_URL), so a phone on the LAN can pay; help works without services;
-the API docs load nothing from elsewhere."""
+PUBLIC_BASE_URL), so a phone on the LAN can pay."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.contrib.staticfiles import finders
 from django.utils import timezone
 
 from devtools.sandbox import SandboxServer
@@ -22,7 +15,6 @@ from payments.services import payment_initialize, payments_reconcile
 from tests.support.factories import bearer
 from tests.support.payments import make_claim
 
-REPO = Path(__file__).resolve().parents[1]
 LAN_HOST = "192.168.1.20:8000"
 
 
@@ -91,48 +83,3 @@ def test_a_sandbox_on_every_interface_shows_its_checkout_on_the_customers_host()
     finally:
         everywhere.httpd.server_close()
         local.httpd.server_close()
-
-
-@pytest.mark.parametrize(
-    "argv", [[], ["--help"], ["help", "migrate"], ["migrate", "--help"], ["rebuild_redis", "-h"]]
-)
-def test_management_help_works_without_database_or_redis(argv):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    result = subprocess.run(  # noqa: S603 - our own manage.py
-        [sys.executable, str(REPO / "manage.py"), *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "usage:" in result.stdout or "Available subcommands" in result.stdout
-
-
-def test_without_services_a_real_command_still_says_what_is_missing():
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    result = subprocess.run(  # noqa: S603 - our own manage.py
-        [sys.executable, str(REPO / "manage.py"), "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "DATABASE_URL is not set" in result.stderr
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/api/docs/", "/api/redoc/"])
-def test_the_api_docs_load_only_our_own_static_files(client, path):
-    response = client.get(path)
-
-    assert response.status_code == 200
-    html = response.content.decode()
-    urls = re.findall(r'(?:src|href)="([^"]+)"', html)
-    assert urls, html
-    assert all(url.startswith("/static/drf_spectacular_sidecar/") for url in urls), urls
-    for url in urls:  # each one is a static file we ship
-        assert finders.find(url.removeprefix("/static/")), url

@@ -15,7 +15,7 @@ import yaml
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = (REPO / "docker-compose.yml").read_text()
 SERVICES = yaml.safe_load(COMPOSE)["services"]
 VARIABLE = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)(?P<op>:?[-?])?(?P<arg>[^}]*)\}")

@@ -14,7 +14,7 @@ import pytest
 
 from config.safety import challenge_problems, production_problems
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 GOOD = {
     "secret_key": "s" + secrets.token_urlsafe(48),

@@ -13,7 +13,7 @@ import pytest
 
 from bench.production_env import production_env
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SETTINGS_KEY = (
     "import django; django.setup(); from django.conf import settings; "
     "print(repr(settings.PAYSTACK_SECRET_KEY))"
