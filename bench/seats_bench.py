@@ -104,7 +104,7 @@ def run_claims(sale: dict, *, rows: int, per_row: int, threads: int, mode: str) 
 
     from claims.services import claim_create
     from fairqueue.errors import AppError
-    from inventory.seating import row_letters
+    from inventory.seating.domain import row_letters
 
     rng = random.Random(17)
     picks = []
@@ -211,7 +211,7 @@ def run_reads(sale: dict, *, reads: int, threads: int) -> dict:
 
     from claims.domain import ClaimStatus
     from fairqueue.redis import get_redis
-    from inventory.seatmap import seat_map_json, seat_map_store
+    from inventory.seating.seatmap import seat_map_json, seat_map_store
 
     event_id, tier_id = sale["event_id"], sale["tier_id"]
     url = f"/api/v1/events/{event_id}/tiers/{tier_id}/seats/"

@@ -14,8 +14,8 @@ from claims.selectors import tier_snapshot
 from events.domain import EventStatus
 from fairqueue.errors import ErrorCode, NotFound
 from fairqueue.schema import error
-from inventory.seating import SeatStatus
-from inventory.seatmap import seat_map_read
+from inventory.seating.domain import SeatStatus
+from inventory.seating.seatmap import seat_map_read
 
 
 class SeatSerializer(serializers.Serializer):

@@ -38,7 +38,7 @@ picked AS MATERIALIZED ({_FREE_OF_TIER}
 
 # The take that waits for rows locked by claims in flight locks them in
 # ascending id, the one order of every waiting lock on ticket rows (seats
-# too, ``inventory.seats``): two waiting takes that hold no ticket row when
+# too, ``inventory.seating.services``): two waiting takes that hold no ticket row when
 # they start never hold rows the other waits for.
 _PICK_FREE_WAITING_SQL = f"""
 picked AS MATERIALIZED ({_FREE_OF_TIER}

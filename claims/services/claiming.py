@@ -91,7 +91,7 @@ def claim_create(
 ) -> Claim:
     """Claim ``quantity`` tickets of a tier for an admitted customer; on a
     reserved tier, exactly the ``seats`` (labels) chosen, all or nothing, or
-    with ``quantity`` alone the best available seats (``inventory.seating``).
+    with ``quantity`` alone the best available seats (``inventory.seating.domain``).
 
     Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
     seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403

@@ -12,9 +12,9 @@ import pytest
 from claims.models import Claim
 from claims.services import claim_confirm
 from fairqueue.redis import get_redis
-from inventory import seatmap
 from inventory.models import Ticket
-from inventory.seatmap import seat_map_store
+from inventory.seating import seatmap
+from inventory.seating.seatmap import seat_map_store
 from tests.support.factories import bearer
 from tests.support.sales import (
     admit_directly,

@@ -18,9 +18,9 @@ from claims.services import (
 )
 from events.models import TierKind
 from fairqueue.errors import AppError
-from inventory import seats as inventory_seats
 from inventory.models import Ticket
-from inventory.seatmap import seat_map_json
+from inventory.seating import services as seating_services
+from inventory.seating.seatmap import seat_map_json
 from inventory.services import inventory_sync_event
 from inventory.signals import seats_changed
 from tests.support.sales import (
@@ -231,7 +231,7 @@ def test_expired_seats_go_back_on_sale_and_are_announced(tier, changes):
 def test_best_available_reads_rows_a_few_at_a_time_and_splits_last(
     monkeypatch, chunk_seats, changes
 ):
-    monkeypatch.setattr(inventory_seats, "CHUNK_SEATS", chunk_seats)
+    monkeypatch.setattr(seating_services, "CHUNK_SEATS", chunk_seats)
     tier = on_sale_reserved(rows=3, seats_per_row=4, max_tickets_per_customer=3)
     # Row A: free (no pair); row B full; row C: C-3, C-4 free.
     taken = ["A-2", "A-4", "B-1", "B-2", "B-3", "B-4", "C-1", "C-2"]

@@ -17,7 +17,7 @@ from customers.throttling import RateLimitStore
 from fairqueue import redis as rule
 from fairqueue.errors import Busy
 from fairqueue.redis import RedisStore, RedisUnavailable, best_effort, make_client, required
-from inventory.seatmap import SeatMapStore
+from inventory.seating.seatmap import SeatMapStore
 from inventory.store import InventoryStore, Reservation
 from queueing.store import QueueStore
 from queueing.ws_tickets import WsTicketStore

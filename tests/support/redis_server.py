@@ -20,8 +20,8 @@ import redis
 from devtools import devstack
 from devtools.devstack.processes import spawn
 from fairqueue import redis as app_redis_module
-from inventory import seatmap as seatmap_module
 from inventory import store as inventory_store_module
+from inventory.seating import seatmap as seatmap_module
 from queueing import store as queue_store_module
 
 

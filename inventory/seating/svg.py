@@ -23,7 +23,7 @@ STYLE = (
 
 
 def seat_map_svg(seats: Sequence[dict[str, Any]]) -> str:
-    """An SVG of the seats (``inventory.seatmap.tier_seat_statuses``): x to
+    """An SVG of the seats (``inventory.seating.selectors.tier_seat_statuses``): x to
     the right, y away from the stage, drawn at the top."""
     placed = [
         (s, float(s["x"] if s["x"] is not None else s["number"] or 0), float(s["y"] or 0))

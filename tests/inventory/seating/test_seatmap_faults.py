@@ -16,8 +16,8 @@ import pytest
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.services import claim_release
 from fairqueue.redis import get_redis, make_client
-from inventory import seatmap
-from inventory.seatmap import SeatMapStore, seat_map_json, seat_map_store
+from inventory.seating import seatmap
+from inventory.seating.seatmap import SeatMapStore, seat_map_json, seat_map_store
 from tests.support.sales import admit_directly, claim_seats, make_customers, on_sale_reserved
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inventory.seating import Seat, best_available, grid, row_letters, seat_label
+from inventory.seating.domain import Seat, best_available, grid, row_letters, seat_label
 
 
 def test_row_letters_run_like_spreadsheet_columns():

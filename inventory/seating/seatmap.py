@@ -30,24 +30,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from fairqueue.redis import RedisStore, best_effort, event_key, text
 from inventory.models import Ticket
-from inventory.seating import SeatChange, SeatStatus
+from inventory.seating.domain import SeatChange
+from inventory.seating.selectors import tier_seat_statuses
 from inventory.signals import seats_changed
-
-__all__ = [
-    "SeatChange",
-    "SeatMapBody",
-    "SeatStatus",
-    "seat_map_json",
-    "seat_map_read",
-    "seats_changed_on_commit",
-]
 
 REBUILD_EVERY_MS = 250
 GZIP_LEVEL = 5  # 20,000 seats: 2.6 MB -> 0.15 MB in ~30 ms, once per change burst
@@ -162,54 +153,6 @@ def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> bytes:
     return json.dumps(
         {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
     ).encode()
-
-
-def tier_seat_statuses(*, tier_id: uuid.UUID, sold_claim_status: str) -> list[dict[str, Any]]:
-    """Postgres truth: every seat of the tier with its status, in map order."""
-    rows = (
-        Ticket.objects.filter(tier_id=tier_id, label__isnull=False)
-        .order_by("id")
-        .values_list(
-            "label",
-            "section",
-            "row",
-            "number",
-            "x",
-            "y",
-            "blocked",
-            "claim__status",
-            "accessible",
-            "restricted_view",
-        )
-    )
-    seats = []
-    for label, section, row, number, x, y, blocked, claim_status, accessible, restricted in rows:
-        if blocked:
-            status = SeatStatus.BLOCKED
-        elif claim_status is None:
-            status = SeatStatus.AVAILABLE
-        elif claim_status == sold_claim_status:
-            status = SeatStatus.SOLD
-        else:
-            status = SeatStatus.HELD
-        seats.append(
-            {
-                "label": label,
-                "section": section or "",
-                "row": row or "",
-                "number": number,
-                "x": _compact(x),
-                "y": _compact(y),
-                "status": status.value,
-                "accessible": accessible,
-                "restricted_view": restricted,
-            }
-        )
-    return seats
-
-
-def _compact(value: float | None) -> float | int | None:
-    return int(value) if value is not None and value.is_integer() else value
 
 
 def seats_changed_on_commit(

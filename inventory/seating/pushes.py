@@ -11,9 +11,11 @@ sends at most one ``seats`` message per tier per ``SEAT_PUSH_INTERVAL_SECONDS``
      "changes": [{"label": "A-12", "status": "held"}, ...]}
 
 on the event's group (everyone with the event's queue socket open), as JSON
-text encoded once (not per socket), through ``queueing.pushes.send_many``
-(several tiers due together go out in one pipeline). ``version`` and
-``since`` are the highest and lowest seat-map versions the changes carried
+text encoded once (not per socket), through the sender of the app that owns
+the sockets: queueing gives ``queueing.pushes.send_many`` at start-up
+(``seat_pushes_connect``), and several tiers due together go out in one
+pipeline. ``version`` and ``since`` are the highest and lowest seat-map
+versions the changes carried
 (``None`` when the sender gave none): a page whose map is at ``version`` or
 later skips the delta; one whose map is between the two applies it and reads
 the map again (some changes may be older than its map). A push is best
@@ -39,7 +41,7 @@ from django.conf import settings
 from django.db import transaction
 
 from fairqueue.broadcast import event_group
-from queueing.pushes import send_many
+from inventory.signals import seats_changed
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ class SeatDeltaBuffer:
 
     def __init__(self, *, interval: float | None = None, send: Sender | None = None) -> None:
         self._interval = interval
-        self._send = send or send_many
+        self._send = send  # None: the sockets' sender (``seat_pushes_connect``)
         self._reset()
 
     def _reset(self) -> None:
@@ -148,7 +150,10 @@ class SeatDeltaBuffer:
         try:
             # Encoded once here: every socket gets the same text (a batch can
             # be large; daphne forwards it without encoding it per socket).
-            self._send([(group, json.dumps(m, separators=(",", ":"))) for group, m in messages])
+            send = self._send or _socket_sender
+            if send is None:  # no app owns the sockets here (a process without queueing)
+                return
+            send([(group, json.dumps(m, separators=(",", ":"))) for group, m in messages])
             self.messages_sent += len(messages)
         except Exception:  # best effort: the page reloads the map on a conflict or reconnect
             logger.exception("seat deltas failed (%s messages)", len(messages))
@@ -188,3 +193,15 @@ def on_seats_changed(
             event_id=event_id, tier_id=tier_id, changes=changes, version=version
         )
     )
+
+
+_socket_sender: Sender | None = None
+
+
+def seat_pushes_connect(send: Sender) -> None:
+    """Seat changes go out on the event's sockets through ``send`` (the app
+    that owns the sockets gives it at start-up: queueing's ``send_many``;
+    inventory imports no app above it)."""
+    global _socket_sender
+    _socket_sender = send
+    seats_changed.connect(on_seats_changed, dispatch_uid="inventory.seating.pushes")

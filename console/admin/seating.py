@@ -1,7 +1,7 @@
 """The seat map of a reserved tier in the console: drawn (held and sold
 seats shown, refreshed live), generated ("rows A-T, 30 seats each"),
 imported from CSV, and seats blocked or unblocked. Every write goes through
-``events.services.seatmaps``; a refusal is an admin message."""
+``events.services.seating``; a refusal is an admin message."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 
 from claims.domain import ClaimStatus
-from console.seatmap_svg import seat_map_svg
 from events.models import Event, TicketTier
 from events.services import seat_map_generate, seat_map_import_csv, seats_block
 from fairqueue.errors import AppError
-from inventory.seatmap import tier_seat_statuses
+from inventory.seating.selectors import tier_seat_statuses
+from inventory.seating.svg import seat_map_svg
 
 REFRESH_SECONDS = 5
 

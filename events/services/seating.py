@@ -1,6 +1,6 @@
 """Writes of a reserved tier's seat map, for organizers: generate a grid,
 import a CSV, block and unblock seats. The seats themselves are ticket rows
-(``inventory.seats``); the tier's inventory follows their number."""
+(``inventory.seating``); the tier's inventory follows their number."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from events.models import TicketTier, TierKind
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
-from inventory.seating import Seat, SeatChange, SeatStatus, grid_rows, parse_seat_rows
-from inventory.seatmap import seat_map_changed, seats_changed_on_commit
-from inventory.seats import seats_replace, seats_set_blocked
+from inventory.seating.domain import Seat, SeatChange, SeatStatus, grid_rows, parse_seat_rows
+from inventory.seating.seatmap import seat_map_changed, seats_changed_on_commit
+from inventory.seating.services import seats_replace, seats_set_blocked
 from inventory.services import inventory_sync_event
 
 MAX_SEATS = 50_000
@@ -51,7 +51,7 @@ def seat_map_generate(
 @transaction.atomic
 def seat_map_import_csv(*, tier_id: uuid.UUID | str, text: str) -> int:
     """The tier's seat map becomes the seats of a CSV
-    (``section,row,number[,x,y,flags]``, ``inventory.seating.parse_seat_rows``)."""
+    (``section,row,number[,x,y,flags]``, ``inventory.seating.domain.parse_seat_rows``)."""
     if len(text.encode()) > MAX_CSV_BYTES:
         raise InvalidInput("The CSV is too large.", details={"max_bytes": MAX_CSV_BYTES})
     try:

@@ -9,7 +9,7 @@ from events.models import Event, TicketTier
 from events.services import seat_map_generate, seat_map_import_csv, seats_block, tier_update
 from fairqueue.errors import AppError
 from inventory.models import Ticket
-from inventory.seating import parse_seat_rows
+from inventory.seating.domain import parse_seat_rows
 from inventory.signals import seats_changed
 from tests.support.factories import TierFactory
 from tests.support.sales import (

@@ -16,7 +16,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 
 from config.asgi import application
-from queueing.seat_pushes import SeatDeltaBuffer, on_seats_changed, seat_deltas
+from inventory.seating.pushes import SeatDeltaBuffer, on_seats_changed, seat_deltas
 from queueing.services import ws_ticket_issue
 from tests.support.factories import CustomerFactory
 

@@ -24,7 +24,8 @@ from django.db import connection, transaction
 
 from fairqueue.errors import Busy, InvalidInput
 from inventory.models import Ticket
-from inventory.seating import Seat, best_available, rank_rows
+from inventory.seating.domain import Seat, best_available, rank_rows
+from inventory.seating.selectors import seats_free, tier_seats
 from inventory.services import TABLE
 
 # The chosen seats of a tier that are free, locked in id order (the row
@@ -35,11 +36,6 @@ SELECT label FROM {TABLE}
 WHERE tier_id = %s AND label = ANY(%s) AND claim_id IS NULL AND NOT blocked
 ORDER BY id
 FOR UPDATE {{skip}}"""  # noqa: S608  (the table name comes from the model, values are parameters)
-
-_FREE_SQL = f"""
-SELECT label FROM {TABLE}
-WHERE tier_id = %s AND label IS NOT NULL AND claim_id IS NULL AND NOT blocked"""  # noqa: S608
-_FREE_AMONG_SQL = f"{_FREE_SQL} AND label = ANY(%s)"
 
 # How many candidate seat sets best available tries (each a savepoint)
 # before "busy, retry", and among how many of the best left it picks after a
@@ -59,27 +55,6 @@ class SeatsTaken(Exception):
         self.labels = sorted(labels)
 
 
-def seats_unknown(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
-    """The labels that name no seat of the tier."""
-    known = set(
-        Ticket.objects.filter(tier_id=tier_id, label__in=list(labels)).values_list(
-            "label", flat=True
-        )
-    )
-    return sorted(set(labels) - known)
-
-
-def seats_not_free(*, tier_id: uuid.UUID, labels: Sequence[str]) -> list[str]:
-    """Of these labels, the seats held by a claim or blocked (committed truth;
-    a seat locked by a claim in flight still counts as free here)."""
-    free = set(
-        Ticket.objects.filter(
-            tier_id=tier_id, label__in=list(labels), claim__isnull=True, blocked=False
-        ).values_list("label", flat=True)
-    )
-    return sorted(set(labels) - free)
-
-
 def seats_lock(
     *, tier_id: uuid.UUID, labels: Sequence[str], skip_locked: bool = False
 ) -> list[str]:
@@ -97,7 +72,7 @@ def seats_lock(
 
 
 def seats_lock_best(*, tier_id: uuid.UUID, quantity: int) -> list[str]:
-    """Best available (``inventory.seating``): lock the best ``quantity``
+    """Best available (``inventory.seating.domain``): lock the best ``quantity``
     free seats of the tier and return their labels.
 
     The rows are searched nearest the stage first, a few at a time
@@ -198,28 +173,6 @@ def _layout(tier_id: uuid.UUID) -> tuple[list[Seat], list[list[Seat]]]:
 
 def layout_forget(tier_id: uuid.UUID) -> None:
     _layouts.pop(tier_id, None)
-
-
-def tier_seats(*, tier_id: uuid.UUID) -> list[Seat]:
-    """The tier's seats that can be sold (blocked seats left out)."""
-    rows = Ticket.objects.filter(tier_id=tier_id, label__isnull=False, blocked=False).values_list(
-        "label", "section", "row", "number", "x", "y", "accessible", "restricted_view"
-    )
-    return [
-        Seat(label or "", section or "", row or "", number or 0, x, y, accessible, restricted)
-        for label, section, row, number, x, y, accessible, restricted in rows
-    ]
-
-
-def seats_free(*, tier_id: uuid.UUID, labels: Sequence[str] | None = None) -> set[str]:
-    """Labels of the tier's free seats (of ``labels`` only, when given)."""
-    if labels is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(_FREE_AMONG_SQL, [tier_id, list(labels)])
-            return {row[0] for row in cursor.fetchall()}
-    with connection.cursor() as cursor:
-        cursor.execute(_FREE_SQL, [tier_id])
-        return {row[0] for row in cursor.fetchall()}
 
 
 def seats_replace(*, tier_id: uuid.UUID, seats: Sequence[Seat]) -> int:
