@@ -16,3 +16,9 @@ class QueueingConfig(AppConfig):
 
         # Seat changes go out on the event's socket, batched per tier.
         seat_pushes_connect(send_many)
+
+        from events.selectors import queue_length_reader_set
+        from queueing.selectors import queue_length
+
+        # An event's public answer (GET events/{id}/) says how many wait.
+        queue_length_reader_set(queue_length)

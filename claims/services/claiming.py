@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
+from claims.selectors import already_claimed, customer_holds_purchase
 from claims.services.refusals import (
     mark_sold_out_if_none_left,
     refuse_admission,
@@ -36,6 +36,7 @@ from claims.services.tickets import (
 )
 from events.domain import is_on_sale
 from events.models import Event
+from events.selectors import TierSnapshot, tier_snapshot
 from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token

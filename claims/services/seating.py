@@ -9,9 +9,10 @@ import uuid
 from django.db import IntegrityError, transaction
 
 from claims.models import Claim
-from claims.selectors import TierSnapshot, already_claimed
+from claims.selectors import already_claimed
 from claims.services.refusals import refuse_admission, refuse_short
 from claims.services.tickets import claim_insert, is_one_purchase_violation
+from events.selectors import TierSnapshot
 from fairqueue.errors import Conflict, ErrorCode, InvalidInput
 from fairqueue.locks import pg_lock_timeout
 from inventory.seating.domain import SeatChange, SeatStatus

@@ -19,7 +19,8 @@ Here, from the pure rules up:
 The interfaces live in the apps that own them, each a thin module named after
 seating: ``claims.services.seating`` (a claim takes its chosen or best seats),
 ``events.services.seating`` (an organizer generates, imports and blocks
-seats), the seat map API (``GET events/{id}/tiers/{tier_id}/seats/``) and
-``console.admin.seating`` (the seat map in the console). The pages' picker is
+seats), the seat map API (``events.views.TierSeatMapView``, ``GET
+events/{id}/tiers/{tier_id}/seats/``) and ``console.admin.seating`` (the seat
+map in the console). The pages' picker is
 ``storefront/static/storefront/seats/``.
 """

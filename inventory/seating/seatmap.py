@@ -113,16 +113,23 @@ class SeatMapBody:
         return self.plain or gzip.decompress(self.gzipped)
 
 
-def seat_map_read(
-    *, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str
-) -> SeatMapBody:
+# The claim status that makes a held seat sold: the claims app's CONFIRMED,
+# given at start-up (claims.apps), since inventory imports no app above it.
+_sold_claim_status: str | None = None
+
+
+def seat_map_sold_status_set(status: str) -> None:
+    global _sold_claim_status
+    _sold_claim_status = status
+
+
+def seat_map_read(*, event_id: uuid.UUID | str, tier_id: uuid.UUID) -> SeatMapBody:
     """The seat map of a reserved tier: ``{"tier_id", "version", "seats":
-    [...]}``. ``sold_claim_status`` is the claim status that makes a held
-    seat sold (the claims app's CONFIRMED)."""
+    [...]}``, each seat with its status."""
     store = seat_map_store()
     got = store.read(event_id=event_id, tier_id=tier_id)
     if got is None:  # Redis unreachable: Postgres alone
-        return SeatMapBody(plain=_render(tier_id, _now_ms(), sold_claim_status))
+        return SeatMapBody(plain=_render(tier_id, _now_ms()))
     stored, version, rebuild = got
     if stored is not None and not rebuild:
         # Current, or someone else is rebuilding it.
@@ -130,8 +137,8 @@ def seat_map_read(
     if version is None:  # no map, no version yet, and another caller builds the first
         version = store.bump(event_id=event_id, tier_id=tier_id)
         if version is None:
-            return SeatMapBody(plain=_render(tier_id, _now_ms(), sold_claim_status))
-    plain = _render(tier_id, version, sold_claim_status)
+            return SeatMapBody(plain=_render(tier_id, _now_ms()))
+    plain = _render(tier_id, version)
     if not rebuild:
         return SeatMapBody(plain=plain)
     gzipped = gzip.compress(plain, compresslevel=GZIP_LEVEL, mtime=0)
@@ -140,16 +147,16 @@ def seat_map_read(
     return SeatMapBody(gzipped=gzipped, plain=plain)
 
 
-def seat_map_json(
-    *, event_id: uuid.UUID | str, tier_id: uuid.UUID, sold_claim_status: str
-) -> str:
+def seat_map_json(*, event_id: uuid.UUID | str, tier_id: uuid.UUID) -> str:
     """``seat_map_read`` as a JSON string."""
-    body = seat_map_read(event_id=event_id, tier_id=tier_id, sold_claim_status=sold_claim_status)
+    body = seat_map_read(event_id=event_id, tier_id=tier_id)
     return body.json().decode()
 
 
-def _render(tier_id: uuid.UUID, version: int, sold_claim_status: str) -> bytes:
-    seats = tier_seat_statuses(tier_id=tier_id, sold_claim_status=sold_claim_status)
+def _render(tier_id: uuid.UUID, version: int) -> bytes:
+    if _sold_claim_status is None:
+        raise RuntimeError("No claim status sells a seat: the claims app gives it at start-up")
+    seats = tier_seat_statuses(tier_id=tier_id, sold_claim_status=_sold_claim_status)
     return json.dumps(
         {"tier_id": str(tier_id), "version": version, "seats": seats}, separators=(",", ":")
     ).encode()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from claims.selectors import tier_snapshot_forget
 from events.models import TicketTier
+from events.selectors import tier_snapshot_forget
 from tests.support.factories import CustomerFactory
 from tests.support.sales import Admitted, admit_directly, on_sale
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from claims.models import Claim
-from claims.selectors import tier_snapshot
+from events.selectors import tier_snapshot
 from inventory.models import Ticket
 from queueing.models import QueueEntry
 from queueing.store import queue_store

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from claims.models import Claim
-from claims.selectors import tier_snapshot, tier_snapshot_forget
 from events.models import TierKind
+from events.selectors import tier_snapshot, tier_snapshot_forget
 from events.services import seat_map_generate, seats_block
 from fairqueue.errors import AppError
 from inventory.models import Ticket

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from claims.selectors import tier_snapshot, tier_snapshot_forget
 from events.models import Event
+from events.selectors import tier_snapshot, tier_snapshot_forget
 from fairqueue import snapshots
 from queueing.selectors import event_snapshot, event_snapshot_forget
 from tests.support.factories import TierFactory

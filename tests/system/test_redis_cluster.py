@@ -15,12 +15,12 @@ from redis.cluster import RedisCluster
 
 from claims.services import claim_create
 from claims.services.claiming import claim_lock_key
+from console.health import dependency_checks
 from console.invariants import Options
 from console.invariants.agreement import redis_agrees
 from events.models import Event
 from events.tasks import inventory_reconcile
 from fairqueue import redis as app_redis
-from fairqueue.health import dependency_checks
 from fairqueue.locks import redis_lock
 from fairqueue.redis import RedisUnavailable, get_layer_redis, get_redis
 from inventory.store import InventoryStore, inventory_store

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from claims.domain import ClaimStatus, ReleaseReason
+from claims.domain import ReleaseReason
 from claims.services import claim_release
 from fairqueue.redis import get_redis, make_client
 from inventory.seating import seatmap
@@ -34,9 +34,7 @@ def tier(settings, monkeypatch):
 
 
 def seat_status(tier, label: str = "A-1") -> str:
-    body = seat_map_json(
-        event_id=tier.event_id, tier_id=tier.id, sold_claim_status=ClaimStatus.CONFIRMED
-    )
+    body = seat_map_json(event_id=tier.event_id, tier_id=tier.id)
     return next(s["status"] for s in json.loads(body)["seats"] if s["label"] == label)
 
 

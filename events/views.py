@@ -1,49 +1,54 @@
-"""The seat map of a reserved tier, for customers (and the seat-map page)."""
+"""The events API: the catalogue (events on sale and their tiers, with what
+is left and how many wait) and a reserved tier's seat map, read from the
+cache of ``inventory.seating.seatmap``."""
 
 from __future__ import annotations
 
 from django.http import HttpResponse
 from django.utils.cache import patch_vary_headers
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claims.domain import ClaimStatus
-from claims.selectors import tier_snapshot
 from events.domain import EventStatus
+from events.selectors import (
+    event_available,
+    event_public_get,
+    event_queue_length,
+    events_public,
+    tier_snapshot,
+)
+from events.serializers import EventDetailSerializer, EventListSerializer, SeatMapSerializer
 from fairqueue.errors import ErrorCode, NotFound
 from fairqueue.schema import error
-from inventory.seating.domain import SeatStatus
 from inventory.seating.seatmap import seat_map_read
 
 
-class SeatSerializer(serializers.Serializer):
-    """One seat (for the schema: the view answers the cached JSON itself).
-    Fields from ``get_fields``: a field named ``label`` would shadow
-    ``Field.label``."""
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        return {
-            "label": serializers.CharField(help_text='"A-12"; unique in its tier.'),
-            "section": serializers.CharField(),
-            "row": serializers.CharField(),
-            "number": serializers.IntegerField(),
-            "x": serializers.FloatField(allow_null=True),
-            "y": serializers.FloatField(allow_null=True, help_text="Grows away from the stage."),
-            "status": serializers.ChoiceField(choices=[s.value for s in SeatStatus]),
-            "accessible": serializers.BooleanField(),
-            "restricted_view": serializers.BooleanField(),
-        }
-
-
-class SeatMapSerializer(serializers.Serializer):
-    tier_id = serializers.UUIDField()
-    version = serializers.IntegerField(
-        help_text="Grows with every change; a live delta with a version at or below it is "
-        "already in this map."
+class EventListView(APIView):
+    @extend_schema(
+        operation_id="event_list",
+        responses=inline_serializer(
+            "EventListPage", fields={"results": EventListSerializer(many=True)}
+        ),
     )
-    seats = SeatSerializer(many=True)
+    def get(self, request: Request) -> Response:
+        events = events_public()[:200]
+        return Response({"results": EventListSerializer(events, many=True).data})
+
+
+class EventDetailView(APIView):
+    @extend_schema(
+        operation_id="event_detail",
+        responses={200: EventDetailSerializer, 404: error("event_not_found")},
+    )
+    def get(self, request: Request, event_id: str) -> Response:
+        event = event_public_get(event_id=event_id)
+        context = {
+            "available": event_available(event),
+            "queue_length": event_queue_length(event_id=event.pk),
+        }
+        return Response(EventDetailSerializer(event, context=context).data)
 
 
 class TierSeatMapView(APIView):
@@ -72,9 +77,7 @@ class TierSeatMapView(APIView):
                 code=ErrorCode.TIER_NOT_FOUND,
                 details={"kind": tier.kind},
             )
-        body = seat_map_read(
-            event_id=tier.event_id, tier_id=tier.id, sold_claim_status=ClaimStatus.CONFIRMED
-        )
+        body = seat_map_read(event_id=tier.event_id, tier_id=tier.id)
         # Served as cached (gzipped) to clients that accept it: no work here.
         if body.gzipped and "gzip" in request.headers.get("Accept-Encoding", ""):
             response = HttpResponse(body.gzipped, content_type="application/json")
