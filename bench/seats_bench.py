@@ -65,7 +65,6 @@ def django_setup() -> None:
     os.environ.setdefault("DJANGO_DEBUG", "false")
     os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,127.0.0.1")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("CLAIMS_TIER_CACHE_SECONDS", "1")
     production_env(os.environ)
     import django
 

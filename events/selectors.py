@@ -93,12 +93,14 @@ def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
     return TierSnapshot(*row) if row else None
 
 
-_tiers = SnapshotCache(_load_tier, ttl_setting="CLAIMS_TIER_CACHE_SECONDS")
+# How old the tier a claim or the seat map reads may be (see ``tier_snapshot``).
+TIER_CACHE_SECONDS = 1.0
+_tiers = SnapshotCache(_load_tier, ttl=lambda: TIER_CACHE_SECONDS)
 
 
 def tier_snapshot(*, tier_id: uuid.UUID | str) -> TierSnapshot | None:
     """The tier and its event (None when unknown), cached per process for
-    ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path and the
+    ``TIER_CACHE_SECONDS``: the claim's hot path and the
     seat map do not read them every time. A stale answer cannot sell what is not there: the
     claim transaction itself checks the admission and takes ticket rows."""
     return _tiers.get(tier_id)

@@ -337,7 +337,7 @@ def _claim_insert(
         seats=list(seats),
     )
     if not TICKET_GUARD:
-        return _claim_insert_unguarded(claim, entry_id=entry_id, reservation_id=reservation_id)
+        return _claim_insert_unguarded(claim, entry_id=entry_id)
     if tier.reserved:
         return claim_insert_seats(
             claim, tier=tier, entry_id=entry_id, reservation_id=reservation_id, chosen=seats
@@ -355,14 +355,12 @@ def _claim_insert(
     refuse_admission(tier, customer_id)
 
 
-def _claim_insert_unguarded(
-    claim: Claim, *, entry_id: uuid.UUID | str, reservation_id: str
-) -> Claim:
+def _claim_insert_unguarded(claim: Claim, *, entry_id: uuid.UUID | str) -> Claim:
     """TICKET_GUARD off (the concurrency tests only): the claim without ticket
     rows, trusting the Redis counter as the seed design did."""
     try:
         with transaction.atomic():
-            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            claim_insert(claim)
             if not queue_entry_complete(entry_id=entry_id):
                 raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
     except IntegrityError as exc:

@@ -110,7 +110,7 @@ def claim_insert_seats(
         with transaction.atomic():
             if not queue_entry_complete(entry_id=entry_id):
                 raise _AdmissionUsed
-            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            claim_insert(claim)
             if claim_seats_take(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
                 claim.quantity
             ):

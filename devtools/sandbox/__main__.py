@@ -5,8 +5,8 @@ webhooks; the app uses the same variable), ``SANDBOX_WEBHOOK_URL`` (where
 webhooks go; default the local app), ``SANDBOX_PUBLIC_URL`` (base of
 ``authorization_url`` when the sandbox sits behind a proxy),
 ``SANDBOX_CONTROL_TOKEN`` (the ``X-Sandbox-Token`` the ``/_sandbox/*``
-control API requires; unset = control API off), ``SANDBOX_WEBHOOK_RETRY_SCALE``
-(multiplies Paystack's webhook retry schedule; default 1).
+control API requires; unset = control API off). The control API's
+``webhook_retry_scale`` compresses Paystack's webhook retry schedule.
 """
 
 from __future__ import annotations

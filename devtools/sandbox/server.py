@@ -38,10 +38,8 @@ class SandboxServer:
         webhook_url: str | None = None,
         public_url: str | None = None,
         control_token: str | None = None,
-        webhook_retry_scale: float | None = None,
+        webhook_retry_scale: float = 1.0,
     ) -> None:
-        if webhook_retry_scale is None:
-            webhook_retry_scale = float(os.environ.get("SANDBOX_WEBHOOK_RETRY_SCALE") or 1.0)
         self.app = SandboxGateway(
             secret_key=secret_key or os.environ.get("PAYSTACK_SECRET_KEY") or DEFAULT_SECRET_KEY,
             webhook_url=webhook_url or os.environ.get("SANDBOX_WEBHOOK_URL") or DEFAULT_WEBHOOK_URL,

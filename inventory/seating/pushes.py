@@ -4,7 +4,7 @@ A reserved tier's seats change one by one (a hold, a sale, an expiry, a
 release), thousands a second at the opening of a sale. Pushing each change
 to every watcher of the event would cost one PUBLISH per seat and one frame
 per seat per socket. Instead each process buffers the changes of a tier and
-sends at most one ``seats`` message per tier per ``SEAT_PUSH_INTERVAL_SECONDS``
+sends at most one ``seats`` message per tier per ``INTERVAL_SECONDS``
 (the latest status of each changed seat, in the order they changed):
 
     {"type": "seats", "tier_id": "...", "version": 42, "since": 37,
@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from fairqueue.broadcast import event_group
@@ -45,6 +44,9 @@ from inventory.signals import seats_changed
 
 logger = logging.getLogger(__name__)
 
+# A second holds thousands of changes at the opening of a sale: a few
+# messages a second per tier keep the map live without a frame per seat.
+INTERVAL_SECONDS = 0.3
 SEATS_TYPE = "seats"
 STATUSES = frozenset({"available", "held", "sold", "blocked"})
 _FORGET_AFTER = 60.0  # seconds without a change before a tier's send time is dropped
@@ -76,7 +78,7 @@ class SeatDeltaBuffer:
     def interval(self) -> float:
         if self._interval is not None:
             return self._interval
-        return float(settings.SEAT_PUSH_INTERVAL_SECONDS)
+        return INTERVAL_SECONDS
 
     def add(
         self,

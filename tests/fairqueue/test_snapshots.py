@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+import events.selectors
+import queueing.selectors
 from events.models import Event
 from events.selectors import tier_snapshot, tier_snapshot_forget
 from fairqueue import snapshots
@@ -24,8 +26,8 @@ def _empty_caches():
     tier_snapshot_forget()
 
 
-def test_a_tier_is_read_once_per_ttl_then_again(settings, django_assert_num_queries):
-    settings.CLAIMS_TIER_CACHE_SECONDS = 0.2
+def test_a_tier_is_read_once_per_ttl_then_again(monkeypatch, django_assert_num_queries):
+    monkeypatch.setattr(events.selectors, "TIER_CACHE_SECONDS", 0.2)
     tier = TierFactory()
     assert tier_snapshot(tier_id=tier.id).event_status == "ACTIVE"
     Event.objects.filter(pk=tier.event_id).update(status="PAUSED")
@@ -35,18 +37,17 @@ def test_a_tier_is_read_once_per_ttl_then_again(settings, django_assert_num_quer
     assert tier_snapshot(tier_id=tier.id).event_status == "PAUSED"
 
 
-def test_an_unknown_id_is_cached_as_none(settings, django_assert_num_queries):
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+def test_an_unknown_id_is_cached_as_none(monkeypatch, django_assert_num_queries):
+    monkeypatch.setattr(queueing.selectors, "EVENT_CACHE_SECONDS", 60)
     unknown = uuid.uuid4()
     assert event_snapshot(event_id=unknown) is None
     with django_assert_num_queries(0):
         assert event_snapshot(event_id=unknown) is None
 
 
-def test_a_flood_of_ids_empties_the_cache_instead_of_growing_it(settings, monkeypatch):
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+def test_a_flood_of_ids_empties_the_cache_instead_of_growing_it(monkeypatch):
     monkeypatch.setattr(snapshots, "MAX_ENTRIES", 3)
-    cache = snapshots.SnapshotCache(lambda key: key, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
+    cache = snapshots.SnapshotCache(lambda key: key, ttl=lambda: 60)
     for n in range(10):
         cache.get(n)
         assert len(cache._entries) <= 4

@@ -53,9 +53,8 @@ def test_public_base_url_wins_when_set(api, sandbox, settings):
 
 
 @pytest.mark.django_db
-def test_a_retried_initialize_keeps_the_customers_host(sandbox, settings):
+def test_a_retried_initialize_keeps_the_customers_host(sandbox, settings, fault_hooks):
     settings.PUBLIC_BASE_URL = ""
-    settings.FAULT_HOOKS_ENABLED = True
     claim = make_claim()
     with fault_armed("payment.after_initializing"), pytest.raises(InjectedFault):
         payment_initialize(

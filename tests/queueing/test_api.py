@@ -55,12 +55,13 @@ def test_join_positions_follow_join_order(api, event):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_join_hot_path_is_one_statement(api, event, settings, django_assert_num_queries):
+def test_join_hot_path_is_one_statement(api, event, monkeypatch, django_assert_num_queries):
     """Autocommit, as under granian: no BEGIN/COMMIT, no event read while the
     event is cached, no customer read (the token says who), one INSERT."""
+    from queueing import selectors
     from queueing.selectors import event_snapshot
 
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)
     headers = bearer(CustomerFactory())
     event_snapshot(event_id=event.id)  # a warm cache, as on a busy server
     services.admission_tick_event(event_id=event.id)  # which has ticked: Redis holds the line
@@ -334,11 +335,12 @@ def test_event_detail_shows_the_queue_length(api, event):
 
 
 def test_event_cache_keeps_the_hot_path_off_the_event_row(
-    settings, event, django_assert_num_queries
+    monkeypatch, event, django_assert_num_queries
 ):
+    from queueing import selectors
     from queueing.selectors import event_snapshot, event_snapshot_forget
 
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)
     event_snapshot_forget()
     assert event_snapshot(event_id=event.id).status == "ACTIVE"
     Event.objects.filter(pk=event.pk).update(status="ENDED")

@@ -9,6 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from devtools.sandbox import SandboxServer
+from fairqueue import faults
 from fairqueue import redis as app_redis_module
 from fairqueue.redis import get_redis, make_client
 from queueing import store
@@ -51,6 +52,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if _OWN_SERVER_FIXTURES & set(metafunc.fixturenames):
         return
     metafunc.parametrize("redis_backend", ["redis", "cluster"], indirect=True)
+
+
+@pytest.fixture
+def fault_hooks(monkeypatch) -> None:
+    """Armed fault points fire (fairqueue/faults.py: off unless a test turns
+    them on)."""
+    monkeypatch.setattr(faults, "HOOKS_ENABLED", True)
 
 
 @pytest.fixture(scope="session")

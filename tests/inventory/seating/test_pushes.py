@@ -16,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 
 from config.asgi import application
+from inventory.seating import pushes
 from inventory.seating.pushes import SeatDeltaBuffer, on_seats_changed, seat_deltas
 from queueing.services import ws_ticket_issue
 from tests.support.factories import CustomerFactory
@@ -109,10 +110,10 @@ def test_a_burst_is_throttled_per_tier_and_tiers_do_not_wait_for_each_other():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_watchers_of_the_event_receive_batched_deltas_over_the_socket(settings):
+def test_watchers_of_the_event_receive_batched_deltas_over_the_socket(monkeypatch):
     """Two sockets on the event (the real consumer, the Redis pub/sub layer);
     300 seat changes from 4 threads arrive in a few ``seats`` messages."""
-    settings.SEAT_PUSH_INTERVAL_SECONDS = 0.25
+    monkeypatch.setattr(pushes, "INTERVAL_SECONDS", 0.25)
     from tests.support.sales import make_event
 
     event = make_event(tickets=1)
