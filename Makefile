@@ -44,7 +44,7 @@ browser:
 		fi; \
 	fi
 
-# The browser tests again, writing their screenshots to docs/img/ (the README shows two).
+# The browser tests again, writing their screenshots to docs/img/ (README.md and docs/USING.md show them).
 screenshots: $(STAMP) browser
 	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m devtools.devstack test -- pytest tests/browser -m slow
 

@@ -58,7 +58,7 @@ from bench import queue_setup as qs
 from bench._common import percentile
 from bench.stack import children_of, process_tree_cpu, rss_mb
 
-AIM = 1.2  # issue 3: join p99 flat within 20 % from 1,000 to 1,000,000 waiting
+AIM = 1.2  # the aim: join p99 flat within 20 % from 1,000 to 1,000,000 waiting
 TICK_BATCH = 1_000  # timed besides the event's default batch
 WARM_CALLS = 50  # first calls of a --direct series, not counted
 

@@ -1,6 +1,6 @@
 """WebSocket fan-out benchmark: N customers hold the queue WebSocket on ONE
 daphne process while admission ticks run. Aim: 10,000 connections, and the
-admission push reaching p99 of them within 1 s (issue #16).
+admission push reaching p99 of them within 1 s.
 
     .venv/bin/python bench/ws_bench.py                          # 10,000 sockets, 1,000 per tick
     .venv/bin/python bench/ws_bench.py --connections 500 --batch 100

@@ -1,6 +1,6 @@
 """FairQueue settings: everything comes from the environment (django-environ).
 
-Every variable, with its default, is listed in the README. `DATABASE_URL` and
+Every variable, with its default, is listed in docs/CONFIGURATION.md. `DATABASE_URL` and
 `REDIS_URL` are required; `make run` / `make test` set them to embedded
 services when they are missing from the environment.
 """
@@ -188,7 +188,7 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         # Pub/sub layer: a group broadcast is one PUBLISH per event, whatever
-        # the number of sockets listening (SPEC: no per-customer cost per tick);
+        # the number of sockets listening (no per-customer cost per tick);
         # pushes reach this process's sockets in order, from one task
         # (fairqueue/channel_layer.py).
         "BACKEND": "fairqueue.channel_layer.PushFanoutChannelLayer",
@@ -374,5 +374,5 @@ if not DEBUG:
         raise ImproperlyConfigured(
             "Refusing to start with DJANGO_DEBUG=false: "
             + "; ".join(_problems)
-            + ". See the README, Configuration."
+            + ". See docs/CONFIGURATION.md."
         )

@@ -6,7 +6,7 @@ loads: 50,000 in the first minute) while the few thousand admitted customers
 claim and pay. Served first come, first served, a claim waited behind every
 join and poll sent before it: in the 50,000-customer sale on two cores a claim
 took 2.3 s at the median (p99 5.2 s) and a buyer saw their ticket 6.9 s after
-paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Round 6").
+paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Flash sale").
 
 Every request a worker accepts gets a thread (granian's blocking threads,
 one per open connection: fairqueue/webserver.py), but only WEB_THREADS of

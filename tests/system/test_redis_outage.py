@@ -1,4 +1,4 @@
-"""Issue 11, defect 5: a Redis outage must not burn anyone's place. Redis is
+"""A Redis outage must not burn anyone's place. Redis is
 only a performance layer: with it stopped (a real redis-server, killed and
 started again empty), claims go through the Postgres guard alone, the beat
 tasks run (single flight on Postgres advisory locks), and admission time the

@@ -1,4 +1,4 @@
-"""Several of every process, one sale (issue 18): two HTTP server processes,
+"""Several of every process, one sale: two HTTP server processes,
 two daphne and two Celery workers (beat once), as ``make run`` starts them,
 on one Postgres and one Redis (and once with the hot data on the Redis
 Cluster), sell a small flash sale. Customers go through both HTTP ports and
