@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HISTORY = [
     ("an issue number", re.compile(r"\bissues? #?\d+\b", re.IGNORECASE)),
     ("a defect number", re.compile(r"\bdefects? \d+\b", re.IGNORECASE)),
-    # "Round 6", "rounds 4-7" (any dash); not "the two may round 1 ms apart".
+    # A capitalised round and its number, or a range of rounds; never the verb
+    # ("the two may round 1 ms apart").
     ("a benchmark round", re.compile(r"\bRounds? \d+\b|\b[Rr]ounds \d+\s*[-\u2013]\s*\d+")),
     ("the design file outside the repository", re.compile(r"\bSPEC\.md\b|\bSPEC\b")),
     (
