@@ -1,7 +1,9 @@
-# One image for every FairQueue process (web, ws, worker, beat, sandbox, migrate);
-# docker-compose.yml picks each one's command. PostgreSQL and Redis are real services
-# there, so the `embedded` extra is not installed.
-FROM python:3.11-slim-bookworm
+# One image for every FairQueue process (web, ws, worker, beat, migrate): the last stage,
+# what `docker build .` makes; docker-compose.yml picks each one's command. PostgreSQL and
+# Redis are real services there, so the `embedded` extra is not installed. The tools
+# (devtools/: the sandbox gateway, the dev stack) are not in it: the demo's sandbox
+# gateway is the `sandbox` stage, an image of its own (`target: sandbox` in compose).
+FROM python:3.11-slim-bookworm AS base
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -15,6 +17,21 @@ COPY pyproject.toml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
+
+RUN useradd --system --create-home --uid 10001 fairqueue
+
+# The sandbox gateway (demo profile only): standard library and requests, and the
+# currencies it shares with the app (fairqueue/money.py). No app code, no settings.
+FROM base AS sandbox
+COPY fairqueue/__init__.py fairqueue/money.py ./fairqueue/
+COPY devtools/__init__.py ./devtools/
+COPY devtools/sandbox ./devtools/sandbox
+USER fairqueue
+EXPOSE 8002
+CMD ["python", "-m", "devtools.sandbox", "--host", "0.0.0.0", "--port", "8002"]
+
+# The product.
+FROM base AS app
 
 COPY README.md manage.py ./
 COPY config ./config
@@ -38,9 +55,8 @@ RUN DJANGO_DEBUG=true \
 
 # Run unprivileged; the static files belong to this user so that the shared volume
 # docker compose fills from them (and refreshes in the migrate service) is writable.
-RUN useradd --system --create-home --uid 10001 fairqueue \
-    && chown -R fairqueue:fairqueue /app/staticfiles
+RUN chown -R fairqueue:fairqueue /app/staticfiles
 USER fairqueue
 
-EXPOSE 8000 8001 8002
+EXPOSE 8000 8001
 CMD ["python", "-m", "fairqueue.webserver"]

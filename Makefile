@@ -1,6 +1,6 @@
 # FairQueue developer entry points. Every target installs the project into .venv first
 # (again whenever pyproject.toml changes); PostgreSQL and Redis are embedded unless
-# DATABASE_URL / REDIS_URL are set (see fairqueue/devstack/).
+# DATABASE_URL / REDIS_URL are set (see devtools/devstack/).
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,10 +12,10 @@ PYTEST_ARGS ?=
 
 # The whole system: embedded services, migrations, demo data, web, ws, worker, beat, sandbox.
 run: $(STAMP)
-	$(VENV_PY) -m fairqueue.devstack run
+	$(VENV_PY) -m devtools.devstack run
 
 test: $(STAMP) tools browser
-	$(VENV_PY) -m fairqueue.devstack test -- pytest $(PYTEST_ARGS)
+	$(VENV_PY) -m devtools.devstack test -- pytest $(PYTEST_ARGS)
 
 # System tools the tests use: promtool (Prometheus' own checker, run on the
 # /metrics output and the alert rules) from Debian's prometheus package.
@@ -60,9 +60,9 @@ bench-tools:
 		fi; \
 	fi
 
-# The browser tests again, writing their screenshots to docs/img/ (the README shows two).
+# The browser tests again, writing their screenshots to docs/img/ (README.md and docs/USING.md show them).
 screenshots: $(STAMP) browser
-	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m fairqueue.devstack test -- pytest tests/browser -m slow
+	SCREENSHOTS_DIR=$(CURDIR)/docs/img $(VENV_PY) -m devtools.devstack test -- pytest tests/browser -m slow
 
 # mypy's Django plugin imports the settings, which want both URLs (nothing connects)
 # and, in production mode, real keys: it reads them in development mode.
@@ -74,7 +74,7 @@ lint: $(STAMP)
 
 # Embedded PostgreSQL and Redis only; prints the DATABASE_URL / REDIS_URL exports.
 services: $(STAMP)
-	$(VENV_PY) -m fairqueue.devstack services
+	$(VENV_PY) -m devtools.devstack services
 
 # Removes the embedded services' data (.fairqueue/) and caches; keeps .venv.
 clean:

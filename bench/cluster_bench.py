@@ -61,8 +61,8 @@ def main() -> int:
     import django
 
     django.setup()
-    from fairqueue import devstack
-    from fairqueue.devstack.cluster import RedisClusterServer
+    from devtools import devstack
+    from devtools.devstack.cluster import RedisClusterServer
     from fairqueue.redis import make_client, make_cluster_client
     from queueing.store import QueueStore
 

@@ -58,7 +58,7 @@ from bench import queue_setup as qs
 from bench._common import percentile
 from bench.stack import children_of, process_tree_cpu, rss_mb
 
-AIM = 1.2  # issue 3: join p99 flat within 20 % from 1,000 to 1,000,000 waiting
+AIM = 1.2  # the aim: join p99 flat within 20 % from 1,000 to 1,000,000 waiting
 TICK_BATCH = 1_000  # timed besides the event's default batch
 WARM_CALLS = 50  # first calls of a --direct series, not counted
 
@@ -253,7 +253,7 @@ def ticks(event_id: uuid.UUID, batches: list[int], repeats: int) -> dict[int, di
 
 def reconcile(event_id: uuid.UUID) -> dict[str, float]:
     """Seconds of the beat's queue reconciliation of the event: the usual pass
-    (compares sizes) and the full one (every QUEUE_FULL_RECONCILE_SECONDS)."""
+    (compares sizes) and the full one (every queueing.services.reconcile.FULL_RECONCILE_SECONDS)."""
     from queueing.services import queue_reconcile_event
 
     out = {}
@@ -347,7 +347,7 @@ def report(results: list[dict], batches: list[int]) -> None:
 def embedded_services() -> object:
     """The embedded PostgreSQL and Redis of `make run` in a temporary
     directory; returns the stack, to close at the end."""
-    from fairqueue import devstack
+    from devtools import devstack
 
     for var in ("DATABASE_URL", "REDIS_URL"):
         os.environ.pop(var, None)

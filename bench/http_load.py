@@ -237,9 +237,9 @@ def http_load_wrk(
 ) -> dict:
     """The same load through wrk for ``WRK_SECONDS`` (C, one connection per
     client, re-opened after each answer since sync workers close it): far less
-    client CPU on the same machine than the Python client, as in SPEC.md's
-    measurements. A join token used twice answers 409: give more tokens than
-    the seconds times the rate, the 409s are reported."""
+    client CPU on the same machine than the Python client. A join token used
+    twice answers 409: give more tokens than the seconds times the rate, the
+    409s are reported."""
     import json
     import resource
     import tempfile

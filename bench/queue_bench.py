@@ -26,8 +26,8 @@ In one run it measures:
   5. HTTP joins again with 1,000,000 waiting (is p99 flat as the queue grows?)
   6. one admission tick admitting 5,000 (Postgres, Redis, token minting and
      pushes), at ~20,000 and at 1,000,000 waiting
-The load generator is wrk (Debian package `wrk`) when installed, as in
-SPEC.md's serving measurements, else a small asyncio HTTP/1.1 client in 2
+The load generator is wrk (Debian package `wrk`) when installed, else a
+small asyncio HTTP/1.1 client in 2
 processes (which itself uses a good share of a 2-core machine's CPU). Each
 phase also prints the CPU it cost per request in the server, in
 Postgres and Redis (every such process on the machine) and in the client.

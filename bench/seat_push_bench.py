@@ -1,7 +1,7 @@
 """Live seat-map deltas to many sockets: N customers hold the event's queue
 WebSocket on ONE daphne while seats change at --rate a second for --seconds.
 What it costs daphne and how late the seats turn grey, batched (the product:
-``queueing.seat_pushes``, one message per tier per --interval) against one
+``inventory.seating.pushes``, one message per tier per --interval) against one
 message per seat change (--interval 0).
 
     .venv/bin/python bench/seat_push_bench.py                 # 1,000 sockets, 50 changes/s, batched
@@ -38,7 +38,7 @@ from bench.production_env import production_env
 from bench.stack import BENCH_STACK_ENV
 from bench.ws_bench import OUT_DIR, daphne_stats, ms, seed, services, start_daphne
 from bench.ws_clients import Orchestrator, raise_nofile
-from fairqueue import devstack
+from devtools import devstack
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -62,8 +62,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def feed(args: argparse.Namespace, event_id: uuid.UUID) -> tuple[int, int]:
     """Seat changes at --rate for --seconds; the changes and messages published."""
     from fairqueue.broadcast import event_group
+    from inventory.seating.pushes import SeatDeltaBuffer
     from queueing.pushes import send_many
-    from queueing.seat_pushes import SeatDeltaBuffer
 
     tier_id = str(uuid.uuid4())
     buffer = SeatDeltaBuffer(interval=args.interval) if args.interval > 0 else None

@@ -65,7 +65,6 @@ def django_setup() -> None:
     os.environ.setdefault("DJANGO_DEBUG", "false")
     os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,127.0.0.1")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("CLAIMS_TIER_CACHE_SECONDS", "1")
     production_env(os.environ)
     import django
 
@@ -104,7 +103,7 @@ def run_claims(sale: dict, *, rows: int, per_row: int, threads: int, mode: str) 
 
     from claims.services import claim_create
     from fairqueue.errors import AppError
-    from inventory.seating import row_letters
+    from inventory.seating.domain import row_letters
 
     rng = random.Random(17)
     picks = []
@@ -209,9 +208,8 @@ def run_reads(sale: dict, *, reads: int, threads: int) -> dict:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from claims.domain import ClaimStatus
     from fairqueue.redis import get_redis
-    from inventory.seatmap import seat_map_json, seat_map_store
+    from inventory.seating.seatmap import seat_map_json, seat_map_store
 
     event_id, tier_id = sale["event_id"], sale["tier_id"]
     url = f"/api/v1/events/{event_id}/tiers/{tier_id}/seats/"
@@ -220,9 +218,7 @@ def run_reads(sale: dict, *, reads: int, threads: int) -> dict:
         get_redis().delete(seat_map_store().keys(event_id, tier_id)[0])
         get_redis().delete(seat_map_store().keys(event_id, tier_id)[2])
         began = time.perf_counter()
-        body = seat_map_json(
-            event_id=event_id, tier_id=tier_id, sold_claim_status=ClaimStatus.CONFIRMED
-        )
+        body = seat_map_json(event_id=event_id, tier_id=tier_id)
         rebuilds.append(time.perf_counter() - began)
     client = Client(HTTP_ACCEPT_ENCODING="gzip")  # as browsers send it
     assert client.get(url).status_code == 200

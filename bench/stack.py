@@ -1,6 +1,6 @@
 """The whole system, started by the benchmark itself (``--launch-stack``).
 
-The same processes as ``make run`` (taken from ``fairqueue.devstack.app_processes``,
+The same processes as ``make run`` (taken from ``devtools.devstack.app_processes``,
 so the commands cannot drift apart), with one difference: ``make run`` stops
 everything when one process dies, which is right for development but makes
 "kill the worker and watch it heal" impossible. Here each process is our child
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.production_env import production_env
-from fairqueue import devstack
+from devtools import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ PostgreSQL and Redis: DATABASE_URL / REDIS_URL when set (a throwaway database:
 the run adds an event and N customers, removed at the end unless --keep), else
 embedded ones in a temporary directory, as ``make test`` starts them. daphne
 is always our own child: ``config.asgi:application`` with the argv of
-``make run`` (fairqueue.devstack) and DEBUG off.
+``make run`` (devtools.devstack) and DEBUG off.
 
 Steps: an ACTIVE event with N tickets; N customers with WAITING entries in one
 SQL statement, then the Redis rebuild (``queue_rebuild``); N WebSockets opened
@@ -61,7 +61,7 @@ from bench._common import percentile
 from bench.production_env import production_env
 from bench.stack import BENCH_STACK_ENV, healthz_ok
 from bench.ws_clients import Orchestrator, raise_nofile
-from fairqueue import devstack
+from devtools import devstack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out" / "ws"

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.db.models import Count, Q, Sum
 
 from claims.domain import HOLDING_STATUSES, ClaimStatus
 from claims.models import Claim
-from events.models import TicketTier, TierKind
+from events.models import TicketTier
 from fairqueue.errors import Conflict, ErrorCode, NotFound
-from fairqueue.snapshots import SnapshotCache
 from queueing.services import JoinBar
 
 
@@ -64,59 +62,6 @@ def customer_holds_purchase(*, event_id: uuid.UUID | str, customer_id: uuid.UUID
     return Claim.objects.filter(
         event_id=event_id, customer_id=customer_id, status__in=HOLDING_STATUSES
     ).exists()
-
-
-@dataclass(frozen=True)
-class TierSnapshot:
-    """What a claim needs to know about its tier and event."""
-
-    id: uuid.UUID
-    event_id: uuid.UUID
-    price: int
-    currency: str
-    event_status: str
-    sale_start: datetime
-    sale_end: datetime
-    max_tickets_per_customer: int
-    kind: str = TierKind.GENERAL
-
-    @property
-    def reserved(self) -> bool:
-        return self.kind == TierKind.RESERVED
-
-
-def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
-    row = (
-        TicketTier.objects.filter(pk=tier_id)
-        .values_list(
-            "id",
-            "event_id",
-            "price",
-            "event__currency",
-            "event__status",
-            "event__sale_start",
-            "event__sale_end",
-            "event__max_tickets_per_customer",
-            "kind",
-        )
-        .first()
-    )
-    return TierSnapshot(*row) if row else None
-
-
-_tiers = SnapshotCache(_load_tier, ttl_setting="CLAIMS_TIER_CACHE_SECONDS")
-
-
-def tier_snapshot(*, tier_id: uuid.UUID | str) -> TierSnapshot | None:
-    """The tier and its event (None when unknown), cached per process for
-    ``CLAIMS_TIER_CACHE_SECONDS`` (default 1 s): the claim's hot path does not
-    read them every time. A stale answer cannot sell what is not there: the
-    claim transaction itself checks the admission and takes ticket rows."""
-    return _tiers.get(tier_id)
-
-
-def tier_snapshot_forget() -> None:
-    _tiers.forget()
 
 
 def tier_tickets_held(*, tier_id: uuid.UUID) -> int:

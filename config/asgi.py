@@ -1,16 +1,18 @@
 """ASGI entry point for daphne: WebSockets (and HTTP, though granian serves
-the HTTP API in production; see SPEC.md "Serving")."""
+the HTTP API in production; see docs/DESIGN.md "Serving HTTP")."""
 
 import gc
 import os
 
+from config.connections import pool_for_entry_point
+
 # ASGI runs sync code in threads: use the psycopg pool, never persistent
 # connections (they are never reused there and exhaust Postgres).
-os.environ.setdefault("DB_POOL", "true")
+pool_for_entry_point()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from channels.routing import ProtocolTypeRouter, URLRouter
-from django.core.asgi import get_asgi_application
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 

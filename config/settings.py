@@ -1,6 +1,6 @@
 """FairQueue settings: everything comes from the environment (django-environ).
 
-Every variable, with its default, is listed in the README. `DATABASE_URL` and
+Every variable, with its default, is listed in docs/CONFIGURATION.md. `DATABASE_URL` and
 `REDIS_URL` are required; `make run` / `make test` set them to embedded
 services when they are missing from the environment.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.connections import database_pool
 from config.openapi import OPENAPI_SETTINGS
 from config.safety import challenge_problems, production_problems
 from fairqueue.logs import logging_config
@@ -20,7 +21,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 # Off unless said otherwise: `make run` and `make test` turn it on for
-# themselves (fairqueue/devstack), so a deployment that forgets the variable
+# themselves (devtools/devstack), so a deployment that forgets the variable
 # gets production behaviour and the checks below, never debug pages.
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 _DEV_SECRET_KEY = "dev-insecure-key-change-me-in-production-0123456789"  # noqa: S105 - dev only
@@ -156,18 +157,12 @@ if "DATABASE_URL" not in env:
         "PostgreSQL) or export DATABASE_URL=postgres://user@host:port/dbname."
     )
 _db = env.db("DATABASE_URL")
-# Sync servers (granian's WSGI workers, one blocking thread each; Celery) keep
-# one connection per process. ASGI processes (daphne) call sync code from a
-# thread pool, where persistent connections are never reused and exhaust
-# Postgres: they use the psycopg pool instead (asgi.py turns DB_POOL on). See SPEC.md "Serving".
-if env.bool("DB_POOL", default=False):
+# A pool (the web and WebSocket servers) or one persistent connection per
+# process (Celery, manage.py): the entry point chooses (config/connections.py).
+_pool = database_pool(env)
+if _pool is not None:
     _db["CONN_MAX_AGE"] = 0
-    _pool_max = env.int("DB_POOL_MAX_SIZE", default=10)
-    _db.setdefault("OPTIONS", {})["pool"] = {
-        "min_size": min(_pool_max, env.int("DB_POOL_MIN_SIZE", default=1)),
-        "max_size": _pool_max,
-        "timeout": 10,
-    }
+    _db.setdefault("OPTIONS", {})["pool"] = _pool
 else:
     _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
     # Off by default: it costs a `SELECT 1` round trip before the first query
@@ -322,23 +317,11 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 
 # --- Queue, claims, payments -----------------------------------------------
-ADMISSION_WINDOW_SECONDS = env.int("ADMISSION_WINDOW_SECONDS", default=300)
 CLAIM_TTL_SECONDS = env.int("CLAIM_TTL_SECONDS", default=600)
-# Per-process caches of event/tier rows on the join and claim hot paths.
-# Admission and the Postgres guard are what really gate, so a second of
-# staleness only delays a status change by that second.
-QUEUE_EVENT_CACHE_SECONDS = env.float("QUEUE_EVENT_CACHE_SECONDS", default=1.0)
 # After the pre-queue draw every page learns its new place once: spread over
 # (waiting / this) seconds, within a tick and a minute (the line state's
 # relearn_within_seconds), so the origin sees about this many a second.
 QUEUE_RELEARN_PER_SECOND = env.float("QUEUE_RELEARN_PER_SECOND", default=1000.0)
-CLAIMS_TIER_CACHE_SECONDS = env.float("CLAIMS_TIER_CACHE_SECONDS", default=1.0)
-# Live seat-map deltas: at most one message per reserved tier per this many
-# seconds per process, whatever the number of seats that changed.
-SEAT_PUSH_INTERVAL_SECONDS = env.float("SEAT_PUSH_INTERVAL_SECONDS", default=0.3)
-# The cheap queue reconciliation compares set sizes; a full member-by-member
-# pass runs this often (a lost member plus a stale one leave sizes equal).
-QUEUE_FULL_RECONCILE_SECONDS = env.int("QUEUE_FULL_RECONCILE_SECONDS", default=300)
 # The demo switch: payments go to the sandbox gateway (or Paystack's test
 # mode) and every page says so. `make run` turns it on with the sandbox.
 PAYMENTS_SANDBOX = env.bool("PAYMENTS_SANDBOX", default=False)
@@ -364,9 +347,6 @@ PAYMENT_RETURN_VERIFY_SECONDS = env.float("PAYMENT_RETURN_VERIFY_SECONDS", defau
 # REFUND_REQUIRED payments are refunded through the gateway's Refund API
 # without waiting for staff.
 PAYSTACK_AUTO_REFUND = env.bool("PAYSTACK_AUTO_REFUND", default=True)
-# Test-only hooks that make a process fail at an exact line (e.g. between the
-# Postgres commit and the Redis write). Never enabled in production.
-FAULT_HOOKS_ENABLED = env.bool("FAULT_HOOKS_ENABLED", default=False)
 
 # --- DRF / OpenAPI ----------------------------------------------------------
 REST_FRAMEWORK = {
@@ -448,5 +428,5 @@ if not DEBUG:
         raise ImproperlyConfigured(
             "Refusing to start with DJANGO_DEBUG=false: "
             + "; ".join(_problems)
-            + ". See the README, Configuration."
+            + ". See docs/CONFIGURATION.md."
         )

@@ -8,7 +8,6 @@ from drf_spectacular.views import (
 )
 
 from fairqueue.errors import api_not_found
-from fairqueue.health import healthz
 
 # Django tries the patterns in order and a sale's requests are nearly all
 # joins, position reads and claims: those come first (about a tenth of a
@@ -18,12 +17,12 @@ api_v1 = [
     path("", include("claims.urls")),
     path("", include("payments.urls")),
     path("auth/", include("customers.urls")),
+    path("", include("events.urls")),
     path("", include("storefront.urls")),
 ]
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
-    path("healthz", healthz, name="healthz"),
     path("", include("console.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -3,7 +3,8 @@
 Every request a worker accepts gets a thread, and WEB_THREADS of them run
 Django at once, purchases first (fairqueue/lanes.py). Any waiting thread may
 run next, so Django's database connections come from a pool of WEB_THREADS
-per worker, always: one persistent connection per thread would be hundreds.
+per worker, always (config/connections.py): one persistent connection per
+thread would be hundreds.
 A request's body is read before it waits for a slot, up to the most Django
 holds in memory for a request (the larger of DATA_UPLOAD_MAX_MEMORY_SIZE and
 FILE_UPLOAD_MAX_MEMORY_SIZE). The public line state, the same bytes for
@@ -12,12 +13,11 @@ everyone, is answered before Django and the lanes (queueing/wsgi.py).
 
 import os
 
+from config.connections import pool_for_entry_point
 from fairqueue.webserver import DEFAULT_THREADS
 
 SLOTS = int(os.environ.get("WEB_THREADS", DEFAULT_THREADS))
-os.environ["DB_POOL"] = "true"
-os.environ.setdefault("DB_POOL_MAX_SIZE", str(SLOTS))
-os.environ.setdefault("DB_POOL_MIN_SIZE", str(SLOTS))  # all opened at the first request
+pool_for_entry_point(always=True, size=SLOTS)  # all opened at the first request
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.conf import settings  # noqa: E402

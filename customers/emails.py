@@ -109,7 +109,7 @@ def email_canonical_sql(field: str = "email") -> Expression:
     column ``Customer.email_canonical``: every row gets it, however it was
     inserted (bulk loads and fixtures included). Same rules as
     ``email_canonical`` for any address that passed email validation;
-    tests/core/test_emails.py compares the two."""
+    tests/customers/test_emails.py compares the two."""
     text = CharField()
     address = Lower(Trim(F(field)), output_field=text)
     # The local part as stored (quotes and all), then without them.

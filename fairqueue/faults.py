@@ -2,8 +2,9 @@
 
 Production code marks the dangerous gaps with ``fault_point("name")`` (for
 example between a Postgres commit and the Redis write that follows it). The
-call does nothing unless ``settings.FAULT_HOOKS_ENABLED`` is on AND a test has
-armed that point, so a test can show the system healing from a crash there.
+call does nothing unless a test has turned ``HOOKS_ENABLED`` on AND armed
+that point, so a test can show the system healing from a crash there. No
+setting or variable turns it on: a deployment cannot.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.conf import settings
-
+HOOKS_ENABLED = False
 _armed: set[str] = set()
 _lock = threading.Lock()
 
@@ -23,13 +23,13 @@ class InjectedFault(RuntimeError):
 
 
 def fault_point(name: str) -> None:
-    if settings.FAULT_HOOKS_ENABLED and name in _armed:
+    if HOOKS_ENABLED and name in _armed:
         raise InjectedFault(name)
 
 
 @contextmanager
 def fault_armed(name: str) -> Iterator[None]:
-    """Arm ``name`` for the duration of the block (needs FAULT_HOOKS_ENABLED)."""
+    """Arm ``name`` for the duration of the block (needs ``HOOKS_ENABLED``)."""
     with _lock:
         _armed.add(name)
     try:

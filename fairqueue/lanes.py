@@ -6,7 +6,7 @@ loads: 50,000 in the first minute) while the few thousand admitted customers
 claim and pay. Served first come, first served, a claim waited behind every
 join and poll sent before it: in the 50,000-customer sale on two cores a claim
 took 2.3 s at the median (p99 5.2 s) and a buyer saw their ticket 6.9 s after
-paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Round 6").
+paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Flash sale").
 
 Every request a worker accepts gets a thread (granian's blocking threads,
 one per open connection: fairqueue/webserver.py), but only WEB_THREADS of
@@ -30,7 +30,7 @@ in a 50,000-customer sale while 13,000 customers polled):
 Written here rather than taken from a library: granian has no request
 priorities, and a Django middleware runs too late (inside the app, after a
 thread and a database connection were taken). The lane is chosen from the
-method and path alone, before Django runs (tests/test_lanes.py checks every
+method and path alone, before Django runs (tests/fairqueue/test_lanes.py checks every
 route). Django's database connections come from a pool of WEB_THREADS per
 worker (config/wsgi.py), since any of the waiting threads may run next.
 """
@@ -157,7 +157,7 @@ def _buffer_body(environ: dict[str, Any], limit: int) -> None:
     """Read the request body now, outside any slot. granian hands a request to
     the app once its headers are in, and the body arrives as the client sends
     it: in a slot, ten clients dribbling their POSTs froze a two-worker server
-    (tests/test_web_server.py). Here a slow sender holds only its own thread.
+    (tests/system/test_web_server.py). Here a slow sender holds only its own thread.
     Up to ``limit`` bytes, the most Django holds in memory for a request (an
     upload under it stays in memory there too): every JSON body and the
     admin's seat-map CSV. A bigger body is read by Django in its slot; a

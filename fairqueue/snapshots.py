@@ -1,8 +1,9 @@
 """A per-process cache of small, short-lived read models (an event, a tier)
 for the hot paths: joins, position reads and claims do not read the same row
-on every request. Entries live ``ttl_setting`` seconds (read on every store,
-so tests and settings overrides take effect at once); unknown ids are cached
-too (as None), and a flood of them empties the cache rather than growing it.
+on every request. Entries live ``ttl()`` seconds (asked on every store, so a
+test that changes the owner's constant sees it at once); unknown ids are
+cached too (as None), and a flood of them empties the cache rather than
+growing it.
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ import uuid
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from django.conf import settings
-
 T = TypeVar("T")
 
 MAX_ENTRIES = 10_000
 
 
 class SnapshotCache(Generic[T]):
-    def __init__(self, load: Callable[[uuid.UUID | str], T | None], *, ttl_setting: str) -> None:
+    def __init__(
+        self, load: Callable[[uuid.UUID | str], T | None], *, ttl: Callable[[], float]
+    ) -> None:
         self._load = load
-        self._ttl_setting = ttl_setting
+        self._ttl = ttl
         self._entries: dict[str, tuple[float, T | None]] = {}
         self._lock = threading.Lock()
 
@@ -33,7 +34,7 @@ class SnapshotCache(Generic[T]):
         if cached is not None and cached[0] > now:
             return cached[1]
         value = self._load(key)
-        ttl = float(getattr(settings, self._ttl_setting, 1.0))
+        ttl = self._ttl()
         with self._lock:
             if len(self._entries) > MAX_ENTRIES:
                 self._entries.clear()

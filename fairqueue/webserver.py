@@ -4,7 +4,7 @@
 
 One place builds the command line, so `make run`, docker compose, the image, the tests that
 start the web process and the benchmarks run the same server with the same settings
-(README, "Why granian", says why). It reads PORT (8000), WEB_HOST (0.0.0.0),
+(docs/DESIGN.md, "Serving HTTP", says why). It reads PORT (8000), WEB_HOST (0.0.0.0),
 WEB_CONCURRENCY (2 workers), WEB_THREADS (4 per worker) and WEB_MAX_CONNECTIONS (1024)
 and becomes granian (exec).
 
@@ -12,12 +12,12 @@ and becomes granian (exec).
   while one request waits (the payment gateway's round trip above all, a few hundred ms;
   Postgres, Redis) the others run. With one, 0.3 s of gateway latency held the web tier
   to a few payment starts a second and the sale crawled; with four it sold three times
-  faster, and claims alone were no slower (docs/BENCHMARKS.md, "Round 5"). The four share
+  faster, and claims alone were no slower (docs/BENCHMARKS.md, "Flash sale"). The four share
   a pool of four Postgres connections (config/wsgi.py).
 - Every request a worker accepts gets a blocking thread of its own (as many threads as
   its backpressure, below), which waits in its lane for one of those four slots: the
   order is ours, not granian's first come, first served, so a claim never queues behind
-  the joins of a flood (docs/BENCHMARKS.md, "Round 6"). granian warns at start that this
+  the joins of a flood (docs/DESIGN.md, "Request lanes"). granian warns at start that this
   many Python threads "seems quite high": they wait, only WEB_THREADS run.
 - The connections themselves live in granian's Rust runtime, not in a Python thread: an
   idle keep-alive socket or a slow client costs a little memory, never the worker (a

@@ -168,7 +168,7 @@ def inventory_sync_event(
     began is not in its free count, and its give-back may reach Redis before
     the counter is written. The tally of tickets given back is read BEFORE
     the snapshot begins, and the sync script adds whatever was given back
-    since; so a release is never wiped (issue 11, defect 1). A release that
+    since; so a release is never wiped. A release that
     commits between that read and the snapshot is counted twice: the counter
     is then high until the next sync, the safe side (Postgres refuses what
     is not there).

@@ -11,8 +11,14 @@ class QueueingConfig(AppConfig):
 
         sale_ended.connect(on_sale_ended, dispatch_uid="queueing.close_on_sale_ended")
 
-        from inventory.signals import seats_changed
-        from queueing.seat_pushes import on_seats_changed
+        from inventory.seating.pushes import seat_pushes_connect
+        from queueing.pushes import send_many
 
         # Seat changes go out on the event's socket, batched per tier.
-        seats_changed.connect(on_seats_changed, dispatch_uid="queueing.seat_deltas")
+        seat_pushes_connect(send_many)
+
+        from events.selectors import queue_length_reader_set
+        from queueing.selectors import queue_length
+
+        # An event's public answer (GET events/{id}/) says how many wait.
+        queue_length_reader_set(queue_length)

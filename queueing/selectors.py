@@ -48,11 +48,15 @@ def _load_event(event_id: uuid.UUID | str) -> EventSnapshot | None:
     return EventSnapshot(*row) if row else None
 
 
-_events = SnapshotCache(_load_event, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
+# How old the event the join and position paths read may be: a second of a
+# stale status (a pause, the end of a sale) is harmless, as the statements
+# that write check it again, and saves a read on nearly every request.
+EVENT_CACHE_SECONDS = 1.0
+_events = SnapshotCache(_load_event, ttl=lambda: EVENT_CACHE_SECONDS)
 
 
 def event_snapshot(*, event_id: uuid.UUID | str) -> EventSnapshot | None:
-    """The event (None when unknown), at most ``QUEUE_EVENT_CACHE_SECONDS`` old."""
+    """The event (None when unknown), at most ``EVENT_CACHE_SECONDS`` old."""
     return _events.get(event_id)
 
 

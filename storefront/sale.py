@@ -13,8 +13,8 @@ from django.shortcuts import render
 
 from events.domain import EventStatus, in_prequeue
 from events.models import Event
+from events.selectors import event_available
 from fairqueue.money import money_format
-from storefront.selectors import event_available
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,8 @@ from django.db.models import QuerySet
 
 from claims.domain import HOLDING_STATUSES, ticket_code_normalize
 from claims.models import Claim, IssuedTicket
-from events.models import Event
-from inventory.selectors import available_tickets
 from payments.domain import PaymentStatus
 from payments.models import Payment
-
-
-def event_available(event: Event) -> dict[str, int]:
-    """Approximate free tickets per tier id (Redis, Postgres where Redis does
-    not know); the event's tiers come prefetched by ``events_public``."""
-    return available_tickets(event_id=event.pk, tier_ids=[tier.pk for tier in event.tiers.all()])
 
 
 def claim_latest_for_customer(

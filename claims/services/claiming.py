@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
-from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase, tier_snapshot
+from claims.selectors import already_claimed, customer_holds_purchase
 from claims.services.refusals import (
     mark_sold_out_if_none_left,
     refuse_admission,
@@ -36,6 +36,7 @@ from claims.services.tickets import (
 )
 from events.domain import is_on_sale
 from events.models import Event
+from events.selectors import TierSnapshot, tier_snapshot
 from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, InvalidInput, NotFound
 from fairqueue.faults import fault_point
 from fairqueue.locks import release_token
@@ -91,7 +92,7 @@ def claim_create(
 ) -> Claim:
     """Claim ``quantity`` tickets of a tier for an admitted customer; on a
     reserved tier, exactly the ``seats`` (labels) chosen, all or nothing, or
-    with ``quantity`` alone the best available seats (``inventory.seating``).
+    with ``quantity`` alone the best available seats (``inventory.seating.domain``).
 
     Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
     seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403
@@ -336,7 +337,7 @@ def _claim_insert(
         seats=list(seats),
     )
     if not TICKET_GUARD:
-        return _claim_insert_unguarded(claim, entry_id=entry_id, reservation_id=reservation_id)
+        return _claim_insert_unguarded(claim, entry_id=entry_id)
     if tier.reserved:
         return claim_insert_seats(
             claim, tier=tier, entry_id=entry_id, reservation_id=reservation_id, chosen=seats
@@ -354,14 +355,12 @@ def _claim_insert(
     refuse_admission(tier, customer_id)
 
 
-def _claim_insert_unguarded(
-    claim: Claim, *, entry_id: uuid.UUID | str, reservation_id: str
-) -> Claim:
+def _claim_insert_unguarded(claim: Claim, *, entry_id: uuid.UUID | str) -> Claim:
     """TICKET_GUARD off (the concurrency tests only): the claim without ticket
     rows, trusting the Redis counter as the seed design did."""
     try:
         with transaction.atomic():
-            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
+            claim_insert(claim)
             if not queue_entry_complete(entry_id=entry_id):
                 raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
     except IntegrityError as exc:

@@ -17,8 +17,9 @@ from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
-from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
-from inventory.seats import SeatsTaken, seats_take
+from inventory.seating.domain import SeatChange, SeatStatus
+from inventory.seating.seatmap import seats_changed_on_commit
+from inventory.seating.services import SeatsTaken, seats_take
 from inventory.selectors import event_has_free_ticket
 from inventory.services import ShortOfTickets, inventory_sync_event, tickets_take
 

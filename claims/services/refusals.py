@@ -8,7 +8,8 @@ from __future__ import annotations
 import uuid
 from typing import NoReturn
 
-from claims.selectors import TierSnapshot, already_claimed, customer_holds_purchase
+from claims.selectors import already_claimed, customer_holds_purchase
+from events.selectors import TierSnapshot
 from events.services import event_mark_sold_out
 from fairqueue.errors import Busy, Conflict, ErrorCode, Forbidden, Gone
 from inventory.selectors import event_has_free_ticket, tier_free_tickets

@@ -15,7 +15,8 @@ from claims.services.issuing import issued_tickets_void
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
-from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
+from inventory.seating.domain import SeatChange, SeatStatus
+from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, tickets_free
 from inventory.store import inventory_store
 

@@ -9,19 +9,20 @@ import uuid
 from django.db import IntegrityError, transaction
 
 from claims.models import Claim
-from claims.selectors import TierSnapshot, already_claimed
+from claims.selectors import already_claimed
 from claims.services.refusals import refuse_admission, refuse_short
 from claims.services.tickets import claim_insert, is_one_purchase_violation
+from events.selectors import TierSnapshot
 from fairqueue.errors import Conflict, ErrorCode, InvalidInput
 from fairqueue.locks import pg_lock_timeout
-from inventory.seatmap import SeatChange, SeatStatus, seats_changed_on_commit
-from inventory.seats import (
+from inventory.seating.domain import SeatChange, SeatStatus
+from inventory.seating.seatmap import seats_changed_on_commit
+from inventory.seating.selectors import seats_not_free, seats_unknown
+from inventory.seating.services import (
     SeatsTaken,
     seats_assign,
     seats_lock,
     seats_lock_best,
-    seats_not_free,
-    seats_unknown,
 )
 from inventory.services import ShortOfTickets
 from queueing.services import queue_entry_complete
@@ -48,7 +49,7 @@ def chosen_seats(tier: TierSnapshot, seats: list[str] | None) -> tuple[str, ...]
     return labels
 
 
-def take_seats(claim: Claim, *, quantity: int, reservation_id: str) -> int:
+def claim_seats_take(claim: Claim, *, quantity: int, reservation_id: str) -> int:
     """The inserted claim takes its chosen seats, or the best available
     (then written on the claim). The claim row comes first, seats after in
     id order: every claim locks in the same order (no deadlock), and a seat
@@ -102,15 +103,15 @@ def claim_insert_seats(
 ) -> Claim:
     """A reserved tier's claim in one transaction: the queue entry COMPLETED
     first (an admission that is gone locks no seat), then the claim row, then
-    its seats locked in id order and taken (``take_seats``). Any refusal
+    its seats locked in id order and taken (``claim_seats_take``). Any refusal
     rolls it all back; chosen seats that are taken are named (409
     seats_unavailable)."""
     try:
         with transaction.atomic():
             if not queue_entry_complete(entry_id=entry_id):
                 raise _AdmissionUsed
-            claim_insert(claim, reservation_id=reservation_id, take_tickets=False)
-            if take_seats(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
+            claim_insert(claim)
+            if claim_seats_take(claim, quantity=claim.quantity, reservation_id=reservation_id) < (
                 claim.quantity
             ):
                 raise ShortOfTickets

@@ -26,7 +26,7 @@ from claims.domain import ClaimStatus
 from claims.selectors import tier_ticket_counts
 from console.admin.dashboard import dashboard_data_view, dashboard_view
 from console.admin.forms import EventAdminForm
-from console.admin.seatmaps import seat_map_urls
+from console.admin.seating import seat_map_urls
 from console.admin.tiers import TicketTierInline
 from console.exports import holders_csv, orders_csv
 from console.models import Order

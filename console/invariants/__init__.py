@@ -1,5 +1,5 @@
-"""The SPEC invariants (1 to 7), checked from Postgres, and Redis' agreement
-with Postgres (invariant 2): what ``manage.py check_invariants`` prints, the
+"""The invariants (1 to 7, docs/DESIGN.md), checked from Postgres, and Redis'
+agreement with Postgres (invariant 2): what ``manage.py check_invariants`` prints, the
 test suite asserts and the benchmarks report.
 
 Checks come in three kinds (``When``): the ones that hold at every moment,

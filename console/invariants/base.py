@@ -104,8 +104,8 @@ def check(
     scope: Scope = Scope.EVENT,
     uses_redis: bool = False,
 ) -> Callable[[Callable[..., Found]], Check]:
-    """Register a check function under its own name (SPEC invariant
-    ``invariant``). Event checks take ``(event, options)``, database checks
+    """Register a check function under its own name (invariant
+    ``invariant`` of docs/DESIGN.md). Event checks take ``(event, options)``, database checks
     ``(options)``."""
 
     def register(function: Callable[..., Found]) -> Check:

@@ -23,7 +23,7 @@ from events.services.sale_status import (
     event_mark_sold_out,
     inventory_reconcile,
 )
-from events.services.seatmaps import (
+from events.services.seating import (
     seat_map_generate,
     seat_map_import_csv,
     seat_map_replace,

@@ -7,7 +7,7 @@ Both flips lock the event's row first (``FOR NO KEY UPDATE``, bounded by
 statement that starts after the lock is ours. So "sold out" and "back on
 sale" are serialised: a release that commits while "sold out" is being
 decided either is seen by it, or runs its "back on sale" after it and finds
-SOLD_OUT to undo (issue 11, defect 2). Without the lock, a check, a release
+SOLD_OUT to undo. Without the lock, a check, a release
 and its no-op "back on sale", then the flip, left SOLD_OUT with a free ticket.
 """
 

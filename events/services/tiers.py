@@ -12,8 +12,8 @@ from events.models import Event, TicketTier, TierKind
 from events.services.sale_status import event_mark_available, event_mark_sold_out
 from fairqueue.errors import ErrorCode, InvalidInput, InvalidTransition, NotFound
 from fairqueue.locks import tier_row_lock
-from inventory.seating import grid
-from inventory.seats import seats_replace
+from inventory.seating.domain import grid
+from inventory.seating.services import seats_replace
 from inventory.services import inventory_sync_event, tickets_provision
 
 
@@ -59,7 +59,7 @@ def tier_provision_tickets(*, tier: TicketTier) -> None:
     """Make the ticket rows match the tier's inventory. Only free tickets can
     be removed; an inventory below what is already held is refused. A
     reserved tier's rows are its seats: they follow its seat map
-    (``events.services.seatmaps``), not the inventory."""
+    (``events.services.seating``), not the inventory."""
     if tier.kind == TierKind.RESERVED:
         return
     with transaction.atomic():

@@ -6,7 +6,7 @@
 - ``prequeue``: the pre-queue shuffle at sale start;
 - ``clock``: the admission clock (windows do not run out while the waiting
   room is degraded);
-- ``admission_check``: the claim step's side (token still good, used up);
+- ``admission_check``: the claim step's side (the admission used up);
 - ``close``: the end of a sale;
 - ``rebuild`` / ``reconcile``: Redis back from Postgres;
 - ``ws_tickets``: single-use tickets that open the queue WebSocket.
@@ -19,7 +19,6 @@ from queueing.services.admission import admission_tick_all, admission_tick_event
 from queueing.services.admission_check import (
     admission_slot,
     admission_slot_release,
-    admission_verify,
     queue_entry_complete,
 )
 from queueing.services.clock import admission_clock_stop
@@ -49,7 +48,6 @@ __all__ = [
     "admission_slot_release",
     "admission_tick_all",
     "admission_tick_event",
-    "admission_verify",
     "admissions_expire",
     "join_bar_set",
     "prequeue_shuffle",

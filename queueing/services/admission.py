@@ -189,7 +189,7 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
         if capacity == 0:
             return Admitted(event, progress=admission_progress(event_id=event_id))
         # Whole seconds: the admission token's expiry (JWT ``exp``) is then
-        # exactly the admitted-set score, which admission_verify compares.
+        # exactly the admitted-set score.
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
             microsecond=0
         )

@@ -1,23 +1,21 @@
-"""The claim step's side of admission: is this admission token still good,
-and, inside the claim's transaction, using it up."""
+"""The claim step's side of admission: using it up inside the claim's
+transaction, and the admitted slot released after it. (The token itself is
+read by ``queueing.tokens.admission_token_read``; whether the admission is
+still good is checked by the claim statement.)"""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
-from fairqueue.errors import ErrorCode, Forbidden
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
-from queueing.selectors import admission_window_open
 from queueing.services.clock import WINDOW_OPEN_SQL
 from queueing.store import queue_store
-from queueing.tokens import admission_token_read
 
 logger = logging.getLogger(__name__)
 
@@ -25,53 +23,6 @@ _COMPLETE_SQL = f"""
 UPDATE {QueueEntry._meta.db_table} SET status = %(completed)s, finished_at = %(now)s
 WHERE id = %(id)s AND status = %(admitted)s AND {WINDOW_OPEN_SQL}
 """  # noqa: S608
-
-
-def admission_verify(
-    *, token: str, event_id: uuid.UUID | str, customer_id: uuid.UUID | str
-) -> QueueEntry:
-    """The admission token is genuine, for this event and customer, and its
-    entry is still ADMITTED inside its window.
-
-    Errors: 401 invalid_token (bad signature or format), 403 admission_invalid
-    (another customer or event), 403 admission_expired (expired, revoked, not
-    admitted). Redis' admitted set may say yes at once; anything else (an
-    entry it does not know: wiped Redis, a token from an older admission, or
-    a window Redis thinks is over, which the admission clock may have kept
-    open or given back) is read from Postgres. The final word is
-    ``queue_entry_complete`` inside the claim transaction, which only moves a
-    still-valid ADMITTED entry."""
-    admission = admission_token_read(token=token, event_id=event_id, customer_id=customer_id)
-    now = timezone.now()
-    until_ms = queue_store().admitted_until_ms(
-        event_id=admission.event_id, customer_id=admission.customer_id
-    )
-    # The token expires with the admission, so an admitted-set score equal to
-    # the token's expiry (to the second) is this very admission.
-    if (
-        until_ms is not None
-        and abs(until_ms // 1000 - admission.expires_at.timestamp()) <= 1
-        and until_ms > now.timestamp() * 1000
-    ):
-        # Built from the token and Redis, no database read: id, event_id,
-        # customer_id, status and admission_expires_at are set, nothing else.
-        known = QueueEntry(
-            id=admission.queue_entry_id,
-            event_id=admission.event_id,
-            customer_id=admission.customer_id,
-            status=QueueStatus.ADMITTED,
-            admission_expires_at=datetime.fromtimestamp(until_ms / 1000, UTC),
-        )
-        known._state.adding, known._state.db = False, "default"
-        return known
-    entry = QueueEntry.objects.filter(
-        pk=admission.queue_entry_id,
-        event_id=admission.event_id,
-        customer_id=admission.customer_id,
-    ).first()
-    if entry is None or not admission_window_open(entry=entry, now=now):
-        raise Forbidden("The admission has expired.", code=ErrorCode.ADMISSION_EXPIRED)
-    return entry
 
 
 def queue_entry_complete(*, entry_id: uuid.UUID | str) -> bool:

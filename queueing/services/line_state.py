@@ -11,7 +11,7 @@ answers from memory meanwhile: at most one Redis read per event per tick
 per process. A read that finds no key (Redis wiped, no tick for a while, a
 sale that ended) builds it from Postgres, stores it unless a tick did
 meanwhile, and answers: the rare path. With Redis down each process builds
-it at most once per ``QUEUE_EVENT_CACHE_SECONDS``.
+it at most once per ``queueing.selectors.EVENT_CACHE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from django.utils import timezone
 from events.domain import LIVE_STATUSES, EventStatus
 from events.models import Event
 from fairqueue.snapshots import SnapshotCache
+from queueing import selectors
 from queueing.domain import line_epoch, line_state_body, relearn_within_seconds
 from queueing.selectors import admission_last_tick, queue_length
 from queueing.services.clock import Progress, admission_progress
@@ -141,7 +142,7 @@ def _from_postgres(event_id: uuid.UUID | str) -> str | None:
     )
 
 
-_built = SnapshotCache(_from_postgres, ttl_setting="QUEUE_EVENT_CACHE_SECONDS")
+_built = SnapshotCache(_from_postgres, ttl=lambda: selectors.EVENT_CACHE_SECONDS)
 
 
 def line_state_held(*, event_id: uuid.UUID | str) -> str | None:

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
@@ -24,6 +23,9 @@ from queueing.services.rebuild import admitted_rows, count, waiting_rows
 from queueing.store import queue_store
 
 RECONCILE_LOCK_TTL_S = 120.0
+# Sizes that agree can hide a swap (one member lost, one stale): every member
+# is compared this often; in between, a set of the right size is left alone.
+FULL_RECONCILE_SECONDS = 300
 # Ended events whose Redis sets the reconciliation drops again (a write that
 # raced the end of the sale may have put them back).
 ENDED_SWEEP = timedelta(hours=1)
@@ -63,7 +65,7 @@ def queue_reconcile_event(
 
     Cheap when nothing diverged: sizes are compared first and a set of the
     right size is left alone. Equal sizes can still hide a swap (one member
-    lost, one stale), so every ``QUEUE_FULL_RECONCILE_SECONDS`` (default 300)
+    lost, one stale), so every ``FULL_RECONCILE_SECONDS``
     a full pass re-sends every member and scans for stale ones. Runs under
     the admission lock so it never interleaves with a tick of the same event.
 
@@ -82,8 +84,7 @@ def queue_reconcile_event(
         if not held.in_redis:
             return {"skipped": "redis_unavailable"}
         if full is None:
-            every = int(getattr(settings, "QUEUE_FULL_RECONCILE_SECONDS", 300))
-            full = store.full_check_due(event_id=event_id, every_seconds=every)
+            full = store.full_check_due(event_id=event_id, every_seconds=FULL_RECONCILE_SECONDS)
         report = {"waiting_added": 0, "admitted_added": 0, "dropped": 0}
         checks = (
             (store.waiting_key(event_id), QueueStatus.WAITING, waiting_rows, "waiting_added"),

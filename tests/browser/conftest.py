@@ -16,8 +16,8 @@ from django.utils import timezone
 from selenium import webdriver
 
 from customers.tokens import customer_token_issue
+from devtools.sandbox import SandboxServer
 from events.services import TierSpec, event_activate, event_create
-from payments.sandbox import SandboxServer
 from queueing.services import admission_tick_event
 from tests.support.browser import Daphne, chromium, csp_violations
 from tests.support.factories import CustomerFactory, OrganizerFactory

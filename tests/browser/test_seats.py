@@ -18,7 +18,7 @@ from selenium.webdriver.support.ui import Select
 from claims.models import Claim
 from claims.services import claim_create
 from events.services import TierSpec, event_activate, event_create
-from queueing.seat_pushes import seat_deltas
+from inventory.seating.pushes import seat_deltas
 from tests.browser.conftest import sign_in_directly, tick
 from tests.support.browser import shot, text_of, wait_for, wait_panel
 from tests.support.factories import CustomerFactory, OrganizerFactory

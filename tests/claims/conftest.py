@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from claims.selectors import tier_snapshot_forget
+import events.selectors
 from events.models import TicketTier
+from events.selectors import tier_snapshot_forget
 from tests.support.factories import CustomerFactory
 from tests.support.sales import Admitted, admit_directly, on_sale
 
 
 @pytest.fixture(autouse=True)
-def _fresh_tier_cache(settings):
+def _fresh_tier_cache(monkeypatch):
     """Tests change events between claims and must see it at once."""
-    settings.CLAIMS_TIER_CACHE_SECONDS = 0
+    monkeypatch.setattr(events.selectors, "TIER_CACHE_SECONDS", 0)
     tier_snapshot_forget()
     yield
     tier_snapshot_forget()

@@ -163,7 +163,7 @@ def test_sold_out_in_redis_and_postgres_is_410(api, tier, buyer):
 
 
 def test_sold_out_in_redis_alone_is_not_final(api, tier, buyer):
-    """Redis lost a give-back: Postgres still has the tickets (issue 11)."""
+    """Redis lost a give-back: Postgres still has the tickets."""
     counter_key = f"fq:{{{tier.event_id}}}:tier:{tier.id}:available"
     queue_store().r.set(counter_key, 0)
     response = claim(api, tier, buyer)

@@ -37,8 +37,8 @@ committing = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def faults(settings):
-    settings.FAULT_HOOKS_ENABLED = True
+def faults(fault_hooks):
+    """Armed fault points fire."""
 
 
 def free_in_postgres(tier) -> int:
@@ -49,7 +49,7 @@ def test_fault_points_do_nothing_unless_enabled():
     tier = on_sale(tickets=10)
     (buyer,) = admit_directly(tier.event, make_customers(1))
     with fault_armed("claim_create.after_commit"):
-        claim_one(tier, buyer)  # FAULT_HOOKS_ENABLED is off by default
+        claim_one(tier, buyer)  # fault hooks are off by default
     assert in_flight(tier) == []
 
 

@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+import events.selectors
 from claims.models import Claim
-from claims.selectors import tier_snapshot
+from events.selectors import tier_snapshot
 from inventory.models import Ticket
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def tier(settings):
-    settings.CLAIMS_TIER_CACHE_SECONDS = 60  # as served: the tier row is cached
+def tier(monkeypatch):
+    monkeypatch.setattr(events.selectors, "TIER_CACHE_SECONDS", 60)  # as served: cached
     tier = on_sale(tickets=100)  # plenty left: no sold-out check after the claim
     tier_snapshot(tier_id=tier.id)
     return tier

@@ -9,12 +9,13 @@ import time
 
 import pytest
 
+import events.selectors
 from claims.models import Claim
 from claims.services import claim_confirm
 from fairqueue.redis import get_redis
-from inventory import seatmap
 from inventory.models import Ticket
-from inventory.seatmap import seat_map_store
+from inventory.seating import seatmap
+from inventory.seating.seatmap import seat_map_store
 from tests.support.factories import bearer
 from tests.support.sales import (
     admit_directly,
@@ -95,8 +96,10 @@ def test_held_sold_and_blocked_seats_show_and_the_version_grows(api, tier):
     )  # fmt: skip
 
 
-def test_a_current_map_is_served_from_redis_alone(api, tier, django_assert_num_queries, settings):
-    settings.CLAIMS_TIER_CACHE_SECONDS = 60  # the tier snapshot, cached per process
+def test_a_current_map_is_served_from_redis_alone(
+    api, tier, django_assert_num_queries, monkeypatch
+):
+    monkeypatch.setattr(events.selectors, "TIER_CACHE_SECONDS", 60)  # cached per process
     seat_map(api, tier)  # built and stored
     stored = get_redis().get(seat_map_store().keys(tier.event_id, tier.id)[0])
     assert stored is not None and stored.startswith(f"{seat_map(api, tier).json()['version']}:")

@@ -18,9 +18,9 @@ from claims.services import (
 )
 from events.models import TierKind
 from fairqueue.errors import AppError
-from inventory import seats as inventory_seats
 from inventory.models import Ticket
-from inventory.seatmap import seat_map_json
+from inventory.seating import services as seating_services
+from inventory.seating.seatmap import seat_map_json
 from inventory.services import inventory_sync_event
 from inventory.signals import seats_changed
 from tests.support.sales import (
@@ -211,7 +211,7 @@ def test_seats_are_claimed_and_mapped_from_postgres_while_redis_is_stopped(own_r
         claim_seats(tier, second, ["A-2", "A-3"])
     assert (caught.value.code, caught.value.details) == ("seats_unavailable", {"seats": ["A-2"]})
     body = json.loads(
-        seat_map_json(event_id=tier.event_id, tier_id=tier.id, sold_claim_status="CONFIRMED")
+        seat_map_json(event_id=tier.event_id, tier_id=tier.id)
     )
     assert [s["status"] for s in body["seats"]] == ["held", "held", "available", "available"]
 
@@ -231,7 +231,7 @@ def test_expired_seats_go_back_on_sale_and_are_announced(tier, changes):
 def test_best_available_reads_rows_a_few_at_a_time_and_splits_last(
     monkeypatch, chunk_seats, changes
 ):
-    monkeypatch.setattr(inventory_seats, "CHUNK_SEATS", chunk_seats)
+    monkeypatch.setattr(seating_services, "CHUNK_SEATS", chunk_seats)
     tier = on_sale_reserved(rows=3, seats_per_row=4, max_tickets_per_customer=3)
     # Row A: free (no pair); row B full; row C: C-3, C-4 free.
     taken = ["A-2", "A-4", "B-1", "B-2", "B-3", "B-4", "C-1", "C-2"]

@@ -1,5 +1,5 @@
-"""Issue 11, defect 1 (second half): the Redis counter saying "not enough" is
-not a final 410 while Postgres has a free ticket."""
+"""The Redis counter saying "not enough" is not a final 410 while Postgres
+has a free ticket."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A general admission tier turned into reserved seating while a claim
 process still has it cached as general admission (the tier snapshot lives
-``CLAIMS_TIER_CACHE_SECONDS``): the claim goes the general admission way,
+``events.selectors.TIER_CACHE_SECONDS``): the claim goes the general admission way,
 and the one statement of that way must still refuse the tier's seats, a
 blocked one above all, whatever the cache said. Once the cache has the
 tier as reserved, the claim takes seats the seating way."""
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+import events.selectors
 from claims.models import Claim
-from claims.selectors import tier_snapshot, tier_snapshot_forget
 from events.models import TierKind
+from events.selectors import tier_snapshot, tier_snapshot_forget
 from events.services import seat_map_generate, seats_block
 from fairqueue.errors import AppError
 from inventory.models import Ticket
@@ -22,10 +23,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def cached_general(settings):
+def cached_general(monkeypatch):
     """A general tier of 4 tickets, cached as such by this process, then
     turned into one row of 4 seats, A-1 to A-3 blocked (house seats)."""
-    settings.CLAIMS_TIER_CACHE_SECONDS = 600
+    monkeypatch.setattr(events.selectors, "TIER_CACHE_SECONDS", 600)
     tier = on_sale(tickets=4)
     assert tier_snapshot(tier_id=tier.id).kind == TierKind.GENERAL
     seat_map_generate(tier_id=tier.id, first_row="A", last_row="A", seats_per_row=4)

@@ -31,7 +31,7 @@ def defined_families() -> set[str]:
     for app in APPS:
         package = importlib.import_module(app)
         for module in pkgutil.walk_packages(package.__path__, f"{app}."):
-            if ".migrations" not in module.name and "devstack" not in module.name:
+            if ".migrations" not in module.name:
                 importlib.import_module(module.name)
     names = {family.name for family in REGISTRY.collect() if family.name.startswith("fairqueue_")}
     return names | {family.name for family in _sale.collect()}

@@ -31,7 +31,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from console import probe
-from fairqueue import devstack
+from devtools import devstack
 from tests.support.sales import on_sale
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -161,7 +161,7 @@ def test_the_variable_scan_finds_every_kind_of_read():
         "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",  # env.bool( on the next line
         "WEB_HOST",  # os.environ.get("X")
         "WEB_LOG_LEVEL",
-        "DB_POOL",  # os.environ["X"] = ...
+        "SANDBOX_PORT",  # env["X"] on the devstack's dict
         "SANDBOX_CONTROL_TOKEN",  # env.get("X") on the devstack's dict
         "POSTGRES_PASSWORD",  # docker-compose.yml
         "EMAIL_BACKEND",  # named by config/safety.py

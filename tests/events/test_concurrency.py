@@ -1,7 +1,7 @@
 """Event and tier writes racing each other, with real threads on Postgres.
 
 Each guard is shown twice: the race a naive read-then-write has, then the
-service holding when the calls really overlap (tests/core/threads.py).
+service holding when the calls really overlap (tests/support/races.py).
 """
 
 import threading

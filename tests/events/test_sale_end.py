@@ -1,4 +1,4 @@
-"""Issue 11, defect 6: when ``sale_end`` passes, the sale ends by itself. The
+"""When ``sale_end`` passes, the sale ends by itself. The
 beat runs, the event becomes ENDED, everyone still waiting or admitted is
 EXPIRED with the reason ``sale_ended``, told so by an ``expired`` push, and
 the position endpoint says so."""

@@ -1,4 +1,4 @@
-"""Issue 11, defect 2: SOLD_OUT and back racing each other. ``event_mark_sold_out``
+"""SOLD_OUT and back racing each other. ``event_mark_sold_out``
 checks Postgres for a free ticket, then flips the status; a release whose "back
 on sale" runs in between must not be lost (the event would stay SOLD_OUT with
 a free ticket, and admission would stop)."""

@@ -1,4 +1,4 @@
-"""Issue 11, defect 1: the inventory sync against a release that lands while it
+"""The inventory sync against a release that lands while it
 runs. The sync reads free tickets from Postgres, then writes the counter; a
 release whose give-back reaches Redis in between must not be wiped."""
 

@@ -94,8 +94,7 @@ def test_unpaid_payment_is_failed_and_the_claim_expires(api, sandbox):
     assert reload(payment.claim).status == ClaimStatus.CLAIMED
 
 
-def test_initialize_in_flight_is_not_interrupted(sandbox, settings):
-    settings.FAULT_HOOKS_ENABLED = True
+def test_initialize_in_flight_is_not_interrupted(sandbox, fault_hooks):
     claim = make_claim()
     with fault_armed("payment.after_initializing"), pytest.raises(InjectedFault):
         payment_initialize(claim_id=claim.id, customer_id=claim.customer_id)

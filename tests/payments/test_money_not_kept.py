@@ -105,7 +105,6 @@ def live_on_its_claim(api, client, gateway, settings) -> Found:
 
 def initializing_on_its_claim(api, client, gateway, settings) -> Found:
     """The gateway has the transaction; our PENDING write never happened."""
-    settings.FAULT_HOOKS_ENABLED = True
     claim = make_claim(tier=tier_of(3), quantity=2)
     with fault_armed("payment.after_gateway_answer"), pytest.raises(InjectedFault):
         payment_initialize(claim_id=claim.id, customer_id=claim.customer_id)
@@ -166,7 +165,7 @@ STATES: dict[str, Callable[..., Found]] = {
 
 
 @pytest.fixture(params=list(STATES))
-def found(request, api, client, gateway, settings) -> Found:
+def found(request, api, client, gateway, settings, fault_hooks) -> Found:
     return STATES[request.param](api, client, gateway, settings)
 
 

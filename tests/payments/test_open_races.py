@@ -1,4 +1,4 @@
-"""Issue 11, defect 7: paying for a released claim. ``payment_open`` checks the
+"""Paying for a released claim. ``payment_open`` checks the
 claim, then writes the payment; a release landing in between would leave a
 live checkout link for a claim that was already released. The claim row lock
 ``payment_open`` takes (``claims.services.claim_lock``) closes the gap: first

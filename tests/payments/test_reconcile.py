@@ -31,9 +31,9 @@ def time_passes(payment: Payment, seconds: int = 3600) -> None:
     )
 
 
-def crashed_payment(settings, fault: str, claim=None) -> Payment:
-    """A process that died at ``fault`` while starting a payment."""
-    settings.FAULT_HOOKS_ENABLED = True
+def crashed_payment(fault: str, claim=None) -> Payment:
+    """A process that died at ``fault`` while starting a payment (the test
+    asks for ``fault_hooks``)."""
     claim = claim or make_claim()
     with fault_armed(fault), pytest.raises(InjectedFault):
         payment_initialize(claim_id=claim.id, customer_id=claim.customer_id)
@@ -41,8 +41,8 @@ def crashed_payment(settings, fault: str, claim=None) -> Payment:
 
 
 @pytest.mark.django_db
-def test_crash_after_initializing_is_healed(settings, sandbox):
-    payment = crashed_payment(settings, "payment.after_initializing")
+def test_crash_after_initializing_is_healed(sandbox, fault_hooks):
+    payment = crashed_payment("payment.after_initializing")
     assert payment.status == "INITIALIZING"
     assert sandbox.stats()["initialize_calls"] == 0  # died before the gateway call
 
@@ -65,10 +65,10 @@ def test_crash_after_initializing_is_healed(settings, sandbox):
 
 
 @pytest.mark.django_db
-def test_lost_initialize_answer_is_resolved_by_verify(api, settings, sandbox):
+def test_lost_initialize_answer_is_resolved_by_verify(api, sandbox, fault_hooks):
     # The gateway created the transaction, but we died before storing its answer:
     # nobody ever saw the authorization_url.
-    payment = crashed_payment(settings, "payment.after_gateway_answer")
+    payment = crashed_payment("payment.after_gateway_answer")
     assert payment.status == "INITIALIZING"
     assert sandbox.stats()["initialize_created"] == 1
     time_passes(payment)
@@ -232,8 +232,10 @@ def test_the_reconcile_task_is_single_flight(api, sandbox):
 
 
 @pytest.mark.django_db
-def test_stale_initializing_for_a_released_claim_is_not_sent_to_the_gateway(settings, sandbox):
-    payment = crashed_payment(settings, "payment.after_initializing")
+def test_stale_initializing_for_a_released_claim_is_not_sent_to_the_gateway(
+    sandbox, fault_hooks
+):
+    payment = crashed_payment("payment.after_initializing")
     type(payment.claim).objects.filter(pk=payment.claim_id).update(status=ClaimStatus.RELEASED)
     time_passes(payment)
 

@@ -1,4 +1,4 @@
-"""Issue 11 (from the same review): a correctly signed webhook whose JSON
+"""A correctly signed webhook whose JSON
 Postgres cannot store or Python cannot use (``\\u0000``, ``Infinity``/``NaN``,
 an integer too large for any amount) is a 400 that changes nothing, never a
 500."""

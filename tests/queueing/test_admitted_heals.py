@@ -21,14 +21,14 @@ from queueing import store as store_module
 from queueing.services import admission as admission_module
 from queueing.store import QueueStore, queue_store
 from tests.support.factories import CustomerFactory
-from tests.support.sales import join, make_event
+from tests.support.sales import admission_usable, join, make_event
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def faults(settings):
-    settings.FAULT_HOOKS_ENABLED = True
+def faults(fault_hooks):
+    """Armed fault points fire."""
 
 
 @pytest.fixture
@@ -66,10 +66,7 @@ def admitted_set(event) -> set[str]:
 def assert_admitted_with_a_working_token(event, customer) -> None:
     answer = position(event, customer)
     assert (answer.status, answer.position) == ("ADMITTED", None)
-    entry = services.admission_verify(
-        token=answer.admission_token, event_id=event.id, customer_id=customer.id
-    )
-    assert entry.status == "ADMITTED"
+    admission_usable(event, customer, answer.admission_token)
 
 
 def told_admitted(pushes, event) -> list[str]:

@@ -13,7 +13,7 @@ from claims.models import Claim
 from customers.revocation import auth_state_store, customer_token_revoke
 from customers.tokens import customer_token_issue, customer_token_verify
 from events.models import Event
-from queueing import services
+from queueing import selectors, services
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
 from queueing.store import queue_store
@@ -58,12 +58,13 @@ def test_join_positions_follow_join_order(api, event):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_join_hot_path_is_one_statement(api, event, settings, django_assert_num_queries):
+def test_join_hot_path_is_one_statement(api, event, monkeypatch, django_assert_num_queries):
     """Autocommit, as under granian: no BEGIN/COMMIT, no event read while the
     event is cached, no customer read (the token says who), one INSERT."""
+    from queueing import selectors
     from queueing.selectors import event_snapshot
 
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)
     headers = bearer(CustomerFactory())
     event_snapshot(event_id=event.id)  # a warm cache, as on a busy server
     services.admission_tick_event(event_id=event.id)  # which has ticked: Redis holds the line
@@ -247,12 +248,12 @@ def test_position_of_a_waiting_customer(api, event):
 
 
 def test_a_position_read_checks_the_sign_out_in_the_same_round_trip(
-    api, redis_backend, settings
+    api, redis_backend, monkeypatch
 ):
     """The sign-out state and the place in one Redis round trip (a cluster
     holds them on other nodes: one after the other), no Postgres; the
     customer's read bucket is one more."""
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60  # as in production: the event from the cache
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)  # as in production: from the cache
     event = make_event(tickets=1)
     join(event)
     customer, _ = join(event)
@@ -382,11 +383,12 @@ def test_event_detail_shows_the_queue_length(api, event):
 
 
 def test_event_cache_keeps_the_hot_path_off_the_event_row(
-    settings, event, django_assert_num_queries
+    monkeypatch, event, django_assert_num_queries
 ):
+    from queueing import selectors
     from queueing.selectors import event_snapshot, event_snapshot_forget
 
-    settings.QUEUE_EVENT_CACHE_SECONDS = 60
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)
     event_snapshot_forget()
     assert event_snapshot(event_id=event.id).status == "ACTIVE"
     Event.objects.filter(pk=event.pk).update(status="ENDED")

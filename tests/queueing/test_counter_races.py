@@ -1,4 +1,4 @@
-"""Issue 11, the cheaper findings of the same review, each forced:
+"""Counters and scores against the writes that race them, each race forced:
 
 - the ``served`` counter must not count a tick twice when Redis was flushed
   and the counter re-made from Postgres between the tick's commit and its

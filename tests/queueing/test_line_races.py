@@ -1,5 +1,4 @@
-"""Issue 11, defects 3 and 4: the Redis sets of the waiting room against the
-writes that race them.
+"""The Redis sets of the waiting room against the writes that race them.
 
 - A queue reconcile that read the WAITING rows before the organizer ended the
   sale must not write the line back after ``queue_close`` deleted it.
@@ -28,7 +27,7 @@ def members(key: str) -> list[str]:
     return queue_store().r.zrange(key, 0, -1)
 
 
-# --- defect 3: an ended sale's line ----------------------------------------------
+# --- an ended sale's line -------------------------------------------------------
 
 
 def test_a_reconcile_racing_the_end_of_the_sale_does_not_bring_the_line_back(monkeypatch):
@@ -52,7 +51,7 @@ def test_a_reconcile_racing_the_end_of_the_sale_does_not_bring_the_line_back(mon
     assert members(store.waiting_key(event.id)) == []
 
 
-# --- defect 4: admitted but shown WAITING ------------------------------------------
+# --- admitted but shown WAITING ---------------------------------------------------
 
 
 def test_a_join_whose_redis_add_lands_after_its_admission_gets_its_token(monkeypatch):

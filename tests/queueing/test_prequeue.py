@@ -109,8 +109,7 @@ def test_the_shuffled_order_survives_a_redis_wipe(prequeued, redis_clean):
     assert waiting_order(event) == shuffled
 
 
-def test_a_crash_between_the_postgres_shuffle_and_redis_is_repaired(prequeued, settings):
-    settings.FAULT_HOOKS_ENABLED = True
+def test_a_crash_between_the_postgres_shuffle_and_redis_is_repaired(prequeued, fault_hooks):
     event, early, _ = prequeued
     Event.objects.filter(pk=event.pk).update(status="PAUSED")
     with fault_armed("queue.prequeue.after_commit"), pytest.raises(InjectedFault):

@@ -1,5 +1,5 @@
 """The queue WebSocket across two real daphne processes sharing the Redis
-channel layer (SPEC: "Works across several daphne processes").
+channel layer: the waiting room works across several daphne processes.
 
 Two daphne subprocesses serve the test database and Redis; one waiting
 customer listens on daphne A, another on daphne B. The admission tick and
@@ -22,8 +22,8 @@ import pytest
 import requests
 
 from customers.tokens import customer_token_issue
+from devtools import devstack
 from events.services import event_pause
-from fairqueue import devstack
 from queueing import services
 from queueing.models import QueueEntry
 from queueing.tokens import admission_token_read

@@ -35,7 +35,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from fairqueue import devstack
+from devtools import devstack
 
 REPO = Path(__file__).resolve().parents[2]
 # Screenshots of each state. A test run writes them to a throwaway folder (a

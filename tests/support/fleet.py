@@ -1,5 +1,5 @@
 """Several of every process of ``make run`` on one Postgres and one Redis:
-the processes are the devstack's own (``fairqueue.devstack.app_processes``:
+the processes are the devstack's own (``devtools.devstack.app_processes``:
 whatever HTTP server, socket server and worker command ``make run`` uses),
 each on its own port, its output in its own log file."""
 
@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairqueue import devstack
-from fairqueue.devstack.system import app_processes
+from devtools import devstack
+from devtools.devstack.system import app_processes
 from tests.support.processes import healthz_ok
 
 

@@ -14,12 +14,12 @@ from django.utils import timezone
 
 from claims.models import Claim
 from customers.models import Customer
+from devtools.sandbox import SandboxServer, shapes, webhooks
 from events.models import Event, TicketTier
 from inventory.models import Ticket
 from inventory.services import inventory_sync_event
 from payments.models import Payment
 from payments.paystack import sign
-from payments.sandbox import SandboxServer, shapes, webhooks
 from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
 from tests.support.sales import Admitted, admit_directly, claim_one, make_customers
 

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
+from devtools.sandbox import SandboxServer
+from fairqueue import faults
 from fairqueue import redis as app_redis_module
 from fairqueue.redis import get_redis, make_client
-from payments.sandbox import SandboxServer
 from queueing import store
 from queueing.store import QueueStore
 from tests.support.payments import (
@@ -39,8 +40,8 @@ ON_CLUSTER_TOO = {
     "tests.claims.test_reconcile",
     "tests.claims.test_inventory_store",
     "tests.console.test_invariants_redis",
-    "tests.test_flashsale_small",
-    "tests.test_scale_out",
+    "tests.system.test_flashsale_small",
+    "tests.system.test_scale_out",
 }
 _OWN_SERVER_FIXTURES = {"own_redis", "dead_redis"}
 
@@ -51,6 +52,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if _OWN_SERVER_FIXTURES & set(metafunc.fixturenames):
         return
     metafunc.parametrize("redis_backend", ["redis", "cluster"], indirect=True)
+
+
+@pytest.fixture
+def fault_hooks(monkeypatch) -> None:
+    """Armed fault points fire (fairqueue/faults.py: off unless a test turns
+    them on)."""
+    monkeypatch.setattr(faults, "HOOKS_ENABLED", True)
 
 
 @pytest.fixture(scope="session")

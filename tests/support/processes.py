@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from fairqueue import devstack
+from devtools import devstack
 
 
 def child_env(**extra: str) -> dict[str, str]:

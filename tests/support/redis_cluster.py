@@ -1,5 +1,5 @@
 """The test suite's Redis Cluster: the devstack's embedded one
-(``fairqueue.devstack.cluster``: three masters from the embedded
+(``devtools.devstack.cluster``: three masters from the embedded
 redis-server, slots assigned from Python, no internet), whose nodes also
 hand out a plain redis-py client for looking inside one node."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import redis
 
-from fairqueue.devstack.cluster import ClusterNode
-from fairqueue.devstack.cluster import RedisClusterServer as _Server
+from devtools.devstack.cluster import ClusterNode
+from devtools.devstack.cluster import RedisClusterServer as _Server
 
 
 class ClusterNodeServer(ClusterNode):

@@ -1,7 +1,7 @@
 """A Redis server of the test's own, which the test may stop and start again.
 
 The same binary and options as the embedded Redis of ``make run`` and ``make
-test`` (``fairqueue.devstack``), on a free port. ``app_redis`` points the
+test`` (``devtools.devstack``), on a free port. ``app_redis`` points the
 application's Redis client (and the stores and locks built on it) at it, so
 a test can take Redis away from a running system for real: a refused
 connection, not a mock."""
@@ -17,11 +17,11 @@ from typing import Any
 
 import redis
 
-from fairqueue import devstack
+from devtools import devstack
+from devtools.devstack.processes import spawn
 from fairqueue import redis as app_redis_module
-from fairqueue.devstack.processes import spawn
-from inventory import seatmap as seatmap_module
 from inventory import store as inventory_store_module
+from inventory.seating import seatmap as seatmap_module
 from queueing import store as queue_store_module
 
 

@@ -26,8 +26,9 @@ from payments.models import Payment
 from queueing import services
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
+from queueing.selectors import admission_window_open
 from queueing.store import queue_store
-from queueing.tokens import admission_token_issue
+from queueing.tokens import admission_token_issue, admission_token_read
 from tests.support.factories import (
     CustomerFactory,
     EventFactory,
@@ -206,6 +207,19 @@ def admit(event, customer=None, *, window_seconds: int | None = None) -> tuple:
     entry = QueueEntry.objects.get(event=event, customer=customer, status="ADMITTED")
     position = services.queue_position(event_id=event.id, customer_id=customer.id)
     return customer, entry, position.admission_token
+
+
+def admission_usable(event, customer, token: str) -> QueueEntry:
+    """What a claim accepts as an admission: the token is this customer's for
+    this event, and the entry it names is ADMITTED with its window open (the
+    claim statement's own check). Returns that entry."""
+    admission = admission_token_read(token=token, event_id=event.id, customer_id=customer.id)
+    entry = QueueEntry.objects.get(
+        pk=admission.queue_entry_id, event_id=event.id, customer_id=customer.id
+    )
+    assert entry.status == QueueStatus.ADMITTED
+    assert admission_window_open(entry=entry, now=timezone.now())
+    return entry
 
 
 def past(seconds: int = 1) -> datetime:

@@ -1,4 +1,4 @@
-"""``manage.py check_invariants``: the SPEC invariants, checked now.
+"""``manage.py check_invariants``: the invariants (docs/DESIGN.md), checked now.
 
 Prints a table (check, status, detail) per event, or ``--json``; exits 1 when
 any check fails, 2 when an event id is unknown."""
@@ -17,7 +17,7 @@ from fairqueue.errors import NotFound
 
 class Command(BaseCommand):
     help = (
-        "Check the SPEC invariants from Postgres (and Redis' agreement with it): a table, or "
+        "Check the invariants from Postgres (and Redis' agreement with it): a table, or "
         "--json; exit status 1 when any is violated."
     )
 
