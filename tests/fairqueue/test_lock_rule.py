@@ -31,7 +31,7 @@ SKIP_LOCKED_SCANS = {
     "_expire_unpaid_batch": "claims expiry: due unpaid claims",
     "payments_due": "payments reconciliation: due live payments",
     "refunds_due": "refund reconciliation: due open refunds",
-    "tickets_provision": "a tier made smaller: free ticket rows to delete",
+    "_REMOVE_FREE_SQL": "a tier made smaller: free ticket rows to delete",
     "seats_set_blocked": "seats blocked or unblocked: free seats",
     "PICK_FREE_SQL": "a claim's free ticket rows",
     "_CLAIM_ADMITTED_SQL": "a claim's free ticket rows (the claim's one statement)",
