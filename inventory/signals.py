@@ -9,3 +9,9 @@ from django.dispatch import Signal
 # sold, blocked) and ``version`` (the seat map's version after the change,
 # None when Redis could not be asked).
 seats_changed = Signal()
+
+# Tickets of a tier became free to sell again (a claim released or expired, a
+# payment failed or refunded, a ticket returned for resale), sent after the
+# change committed, with ``event_id``, ``tier_id`` and ``quantity``. The
+# waiting list turns them into offers once the event is sold out.
+tickets_freed = Signal()
