@@ -69,8 +69,13 @@ def release_sources(reason: ReleaseReason | str) -> tuple[ClaimStatus, ...]:
 
 class IssuedTicketStatus(StrEnum):
     VALID = "VALID"
+    # Returned for resale: still its holder's (withdrawable) until someone
+    # else has paid for it; the door refuses it meanwhile.
+    ON_RESALE = "ON_RESALE"
     USED = "USED"  # checked in at the door
-    VOID = "VOID"  # its claim left CONFIRMED (refund, staff release)
+    # Its claim left CONFIRMED (refund, staff release), or it was resold or
+    # transferred (``void_reason``: a new ticket with a new code replaced it).
+    VOID = "VOID"
 
 
 ISSUED_TICKET_STATUS_CHOICES = choices(IssuedTicketStatus)
@@ -79,11 +84,64 @@ T = IssuedTicketStatus
 ISSUED_TICKET_MACHINE = StateMachine(
     "issued_ticket",
     {
-        T.VALID: {T.USED, T.VOID},
+        T.VALID: {T.USED, T.VOID, T.ON_RESALE},
+        # Withdrawn, resold (a buyer paid), or its claim released.
+        T.ON_RESALE: {T.VALID, T.VOID},
         # A refund after the holder went in still cancels the ticket.
         T.USED: {T.VOID},
     },
 )
+
+
+class VoidReason(StrEnum):
+    """Why a ticket was voided besides its claim's release reason."""
+
+    RESOLD = "resold"  # returned and bought by someone else: a new code is theirs
+    TRANSFERRED = "transferred"  # sent to another person: a new code is theirs
+
+
+def ticket_public_status(status: str, void_reason: str) -> str:
+    """The status a holder reads (``GET me/tickets/``): valid, on_resale,
+    used, resold, transferred or void."""
+    if status == T.VOID and void_reason in (VoidReason.RESOLD, VoidReason.TRANSFERRED):
+        return str(void_reason)
+    return str(status).lower()
+
+
+# --- returns and transfers ------------------------------------------------------
+
+
+class ReturnStatus(StrEnum):
+    ON_RESALE = "ON_RESALE"  # back on sale; the ticket is still its holder's
+    WITHDRAWN = "WITHDRAWN"  # taken back by its holder before anyone paid
+    RESOLD = "RESOLD"  # someone else paid: the old code void, the holder refunded
+    CANCELLED = "CANCELLED"  # the purchase itself was cancelled (refund, staff)
+
+
+class TransferStatus(StrEnum):
+    PENDING = "PENDING"
+    ACCEPTED = "ACCEPTED"
+    CANCELLED = "CANCELLED"  # by the sender, or the ticket changed meanwhile
+
+
+class ClaimSource(StrEnum):
+    SALE = "sale"  # bought in the sale (paid through a payment)
+    TRANSFER = "transfer"  # a ticket sent by its holder: nothing paid
+
+
+def return_refund_amount(*, paid: int, quantity: int, fee: int) -> int:
+    """What the holder of a resold ticket gets back: its face value (its
+    share of what the purchase paid) minus the organizer's fee, never below 0."""
+    face = paid // max(quantity, 1)
+    return max(0, face - max(fee, 0))
+
+
+def transfers_left(*, allowed: bool, limit: int | None, done: int) -> bool:
+    """May a ticket that was transferred ``done`` times be sent on again?"""
+    if not allowed:
+        return False
+    return limit is None or done < limit
+
 
 # Crockford's base32: no I, L, O or U, so a code read aloud or typed from
 # paper is not mistaken. 16 symbols = 80 random bits.

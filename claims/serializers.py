@@ -141,3 +141,45 @@ class CheckedInSerializer(serializers.Serializer):
     seat_label = serializers.CharField(help_text="The seat on a reserved tier; empty otherwise.")
     holder_email = serializers.EmailField()
     checked_in_at = serializers.DateTimeField()
+
+
+class TicketReturnSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=[("on_resale", "On resale")],
+        help_text="on_resale: the ticket is back on sale and still yours until someone has "
+        "paid for it.",
+    )
+    return_id = serializers.UUIDField()
+    code = serializers.CharField()
+    refund_amount = serializers.IntegerField(
+        help_text="Minor units you get back once it is resold: face value minus the fee."
+    )
+    fee = serializers.IntegerField(help_text="Minor units the organizer keeps.")
+    currency = serializers.CharField()
+
+
+class ReturnQuoteSerializer(serializers.Serializer):
+    face_value = serializers.IntegerField()
+    fee = serializers.IntegerField()
+    refund_amount = serializers.IntegerField()
+    currency = serializers.CharField()
+    returns_until = serializers.DateTimeField(allow_null=True)
+
+
+class TransferCreateSerializer(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+
+
+class TransferSerializer(serializers.Serializer):
+    transfer_id = serializers.UUIDField()
+    status = serializers.CharField(help_text="pending, accepted or cancelled.")
+    code = serializers.CharField(help_text="The ticket being sent.")
+    to_email = serializers.EmailField()
+    event_id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+
+
+class TransferAcceptedSerializer(serializers.Serializer):
+    transfer_id = serializers.UUIDField()
+    status = serializers.CharField()
+    ticket = serializers.DictField(help_text="Your new ticket (as in GET me/tickets/).")

@@ -5,3 +5,11 @@ from django.dispatch import Signal
 # A claim became CONFIRMED and its tickets were issued (sent after commit).
 # Arguments: claim_id.
 claim_confirmed = Signal()
+
+# A returned ticket was bought by someone else and its first buyer is owed
+# its refund (sent after commit). Arguments: return_id.
+ticket_resold = Signal()
+
+# A holder sent a ticket to another person (sent after commit). Arguments:
+# transfer_id.
+ticket_transfer_offered = Signal()

@@ -1,6 +1,13 @@
 from django.urls import path
 
-from claims.views import ClaimDetailView, EventClaimCreateView, TicketCheckInView
+from claims.views import (
+    ClaimDetailView,
+    EventClaimCreateView,
+    TicketCheckInView,
+    TicketReturnView,
+    TicketTransferView,
+    TransferView,
+)
 
 urlpatterns = [
     path(
@@ -12,4 +19,7 @@ urlpatterns = [
         TicketCheckInView.as_view(),
         name="ticket-check-in",
     ),
+    path("tickets/<str:code>/return/", TicketReturnView.as_view(), name="ticket-return"),
+    path("tickets/<str:code>/transfer/", TicketTransferView.as_view(), name="ticket-transfer"),
+    path("transfers/<uuid:transfer_id>/", TransferView.as_view(), name="transfer-detail"),
 ]

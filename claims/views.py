@@ -5,6 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.domain import ReleaseReason, ticket_code_display
+from claims.models import TicketReturn, TicketTransfer
 from claims.selectors import claim_get_for_customer
 from claims.serializers import (
     CheckedInSerializer,
@@ -12,9 +13,23 @@ from claims.serializers import (
     ClaimCreateSerializer,
     ClaimDetailSerializer,
     ClaimSerializer,
+    ReturnQuoteSerializer,
+    TicketReturnSerializer,
+    TransferCreateSerializer,
+    TransferSerializer,
     claim_created_payload,
 )
-from claims.services import claim_create, claim_release, issued_ticket_check_in
+from claims.services import (
+    claim_create,
+    claim_release,
+    holder_ticket,
+    issued_ticket_check_in,
+    ticket_return,
+    ticket_return_quote,
+    ticket_return_withdraw,
+    ticket_transfer_cancel,
+    ticket_transfer_create,
+)
 from customers.authentication import IsCustomer, customer_of
 from customers.idempotency import IDEMPOTENCY_KEY, idempotent
 from events.authentication import OrganizerSessionAuthentication, RunsThisEvent
@@ -113,9 +128,11 @@ class TicketCheckInView(APIView):
             403: error("forbidden: not a member of the event's organizer, or no CSRF token."),
             404: error("ticket_not_found"),
             409: error(
-                "ticket_already_used (details.checked_in_at: when), ticket_void (refunded or "
-                "released; details.voided_at), ticket_other_event (another event's ticket, "
-                "not named)."
+                "ticket_already_used (details.checked_in_at: when), ticket_void (refunded, "
+                "released, resold or transferred: a void code never checks in; "
+                "details.voided_at, details.reason), ticket_on_resale (returned for resale: "
+                "its holder withdraws the return to use it), ticket_other_event (another "
+                "event's ticket, not named)."
             ),
         },
     )
@@ -130,7 +147,126 @@ class TicketCheckInView(APIView):
             "tier": ticket.tier.name,
             "seat": ticket.seat,
             "seat_label": ticket.seat_label,
-            "holder_email": ticket.holder_email,
+            # Shown at the door only when the organizer has the holder shown.
+            "holder_email": ticket.holder_email if ticket.event.holder_shown else "",
             "checked_in_at": ticket.checked_in_at,
         }
         return Response(CheckedInSerializer(body).data)
+
+
+def return_body(ret: TicketReturn) -> dict[str, object]:
+    return {
+        "status": "on_resale",
+        "return_id": str(ret.pk),
+        "code": ticket_code_display(ret.ticket.code),
+        "refund_amount": ret.refund_amount,
+        "fee": ret.fee,
+        "currency": ret.currency,
+    }
+
+
+def transfer_body(transfer: TicketTransfer) -> dict[str, object]:
+    return {
+        "transfer_id": str(transfer.pk),
+        "status": transfer.status.lower(),
+        "code": ticket_code_display(transfer.ticket.code),
+        "to_email": transfer.to_email,
+        "event_id": str(transfer.event_id),
+        "created_at": transfer.created_at,
+    }
+
+
+class TicketReturnView(APIView):
+    """A holder's return of one ticket for resale at face value."""
+
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="ticket_return_quote",
+        summary="What returning this ticket would give back (shown before confirming)",
+        responses={
+            200: ReturnQuoteSerializer,
+            404: error("ticket_not_found"),
+            409: error("returns_closed, ticket_not_returnable"),
+        },
+    )
+    def get(self, request: Request, code: str) -> Response:
+        ticket = holder_ticket(code=code, customer_id=customer_of(request).id)
+        quote = ticket_return_quote(ticket=ticket)
+        return Response(ReturnQuoteSerializer(quote).data)
+
+    @extend_schema(
+        operation_id="ticket_return",
+        summary="Return a ticket for resale at face value",
+        request=None,
+        responses={
+            202: TicketReturnSerializer,
+            404: error("ticket_not_found"),
+            409: error(
+                "returns_closed, ticket_not_returnable (a ticket you were sent), "
+                "transfer_pending, ticket_already_used, ticket_void."
+            ),
+            503: error("busy: retry after Retry-After."),
+        },
+    )
+    def post(self, request: Request, code: str) -> Response:
+        ret = ticket_return(code=code, customer_id=customer_of(request).id)
+        ret = TicketReturn.objects.select_related("ticket").get(pk=ret.pk)
+        return Response(return_body(ret), status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="ticket_return_withdraw",
+        summary="Withdraw a return nobody has taken yet",
+        responses={
+            204: None,
+            404: error("ticket_not_found, return_not_found"),
+            409: error("return_taken: someone is buying it, or has bought it."),
+            503: error("busy: retry after Retry-After."),
+        },
+    )
+    def delete(self, request: Request, code: str) -> Response:
+        ticket_return_withdraw(code=code, customer_id=customer_of(request).id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TicketTransferView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="ticket_transfer",
+        summary="Send a ticket to another person by email",
+        request=TransferCreateSerializer,
+        responses={
+            201: TransferSerializer,
+            404: error("ticket_not_found"),
+            409: error(
+                "transfers_not_allowed (off for the event, or the ticket's limit reached), "
+                "transfer_pending, ticket_on_resale, ticket_already_used, ticket_void."
+            ),
+            422: error("validation_error (details.email)."),
+        },
+    )
+    def post(self, request: Request, code: str) -> Response:
+        data = parse(TransferCreateSerializer, request.data)
+        transfer = ticket_transfer_create(
+            code=code, customer_id=customer_of(request).id, email=data["email"]
+        )
+        transfer = TicketTransfer.objects.select_related("ticket").get(pk=transfer.pk)
+        return Response(TransferSerializer(transfer_body(transfer)).data, status=201)
+
+
+class TransferView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="ticket_transfer_cancel",
+        summary="Cancel a pending transfer (its sender)",
+        responses={
+            204: None,
+            404: error("transfer_not_found"),
+            409: error("transfer_not_pending"),
+        },
+    )
+    def delete(self, request: Request, transfer_id: str) -> Response:
+        ticket_transfer_cancel(transfer_id=transfer_id, customer_id=customer_of(request).id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -42,6 +42,26 @@ class Event(models.Model):
     )
     # Set when the pre-queue has been shuffled into its final order (once).
     prequeue_shuffled_at = models.DateTimeField(null=True, blank=True)
+    # Returns and transfers (docs/RESALE.md). Returns are open until
+    # ``returns_until`` (none: closed); a resold ticket's holder gets its face
+    # value back minus ``return_fee`` (minor units per ticket, kept by the
+    # organizer). Transfers: off, or on with at most ``transfer_limit``
+    # transfers per ticket (none: no limit).
+    returns_until = models.DateTimeField(
+        null=True, blank=True, help_text="Buyers may return tickets for resale until then."
+    )
+    return_fee = models.PositiveBigIntegerField(
+        default=0, help_text="Kept per resold ticket, in minor units; shown before a return."
+    )
+    transfers_allowed = models.BooleanField(
+        default=False, help_text="Holders may send a ticket to another person by email."
+    )
+    transfer_limit = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="At most this many transfers per ticket (empty: any)."
+    )
+    holder_shown = models.BooleanField(
+        default=True, help_text="The holder's name is printed on the ticket and shown at the door."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -86,6 +86,16 @@ class ErrorCode(StrEnum):
     TICKET_ALREADY_USED = "ticket_already_used"
     TICKET_VOID = "ticket_void"
     TICKET_OTHER_EVENT = "ticket_other_event"
+    TICKET_ON_RESALE = "ticket_on_resale"
+    # Returns and transfers.
+    RETURNS_CLOSED = "returns_closed"
+    TICKET_NOT_RETURNABLE = "ticket_not_returnable"
+    RETURN_NOT_FOUND = "return_not_found"
+    RETURN_TAKEN = "return_taken"
+    TRANSFERS_NOT_ALLOWED = "transfers_not_allowed"
+    TRANSFER_PENDING = "transfer_pending"
+    TRANSFER_NOT_FOUND = "transfer_not_found"
+    TRANSFER_NOT_PENDING = "transfer_not_pending"
     # Payments.
     PAYMENT_NOT_FOUND = "payment_not_found"
     ALREADY_PAID = "already_paid"

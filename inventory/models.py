@@ -21,6 +21,13 @@ class Ticket(models.Model):
         "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="tickets"
     )
     reservation_id = models.CharField(max_length=32, blank=True, default="")
+    # A ticket returned for resale: the CONFIRMED claim whose holder still
+    # owns it until a buyer has paid. The row is free (``claim`` null) or
+    # held by the buyer's claim in flight; every free count sells it like
+    # any free ticket. Cleared when the resale is paid or withdrawn.
+    resale_from = models.ForeignKey(
+        "claims.Claim", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     # A seat of a reserved tier (all null/false on a general admission tier).
     # ``blocked`` seats (house seats, broken seats) are never free: the guard
     # and every free count leave them out.
@@ -40,6 +47,11 @@ class Ticket(models.Model):
         indexes = [
             models.Index(
                 fields=["tier"], condition=models.Q(claim__isnull=True), name="ticket_free_by_tier"
+            ),
+            models.Index(
+                fields=["resale_from"],
+                condition=models.Q(resale_from__isnull=False),
+                name="ticket_on_resale",
             ),
             models.Index(
                 fields=["reservation_id"],

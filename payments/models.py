@@ -127,6 +127,9 @@ class Refund(models.Model):
     currency = models.CharField(max_length=3)
     # True: the gateway was asked for everything left (no amount sent).
     full = models.BooleanField(default=True)
+    # A resold ticket's money going back to its first buyer: the purchase
+    # keeps its other tickets and the payment stays CONFIRMED.
+    for_resale = models.BooleanField(default=False)
     reason = models.CharField(max_length=300, blank=True, default="")
     requested_by = models.CharField(
         max_length=150, help_text="auto, staff:<user>, or gateway (made in its dashboard)"

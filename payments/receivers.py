@@ -8,9 +8,10 @@ from typing import Any
 from django.conf import settings
 from django.dispatch import receiver
 
+from claims.signals import ticket_resold
 from fairqueue.news import enqueue
 from payments.signals import refund_required
-from payments.tasks import payment_refund_auto
+from payments.tasks import payment_refund_auto, resale_refund_open
 
 
 @receiver(refund_required, dispatch_uid="payments.auto_refund")
@@ -19,3 +20,10 @@ def auto_refund_enqueue(sender: Any, payment_id: uuid.UUID, **kwargs: Any) -> No
     starts any that was not enqueued within one interval."""
     if settings.PAYSTACK_AUTO_REFUND:
         enqueue(payment_refund_auto, str(payment_id))
+
+
+@receiver(ticket_resold, dispatch_uid="payments.resale_refund")
+def resale_refund_enqueue(sender: Any, return_id: uuid.UUID, **kwargs: Any) -> None:
+    """A returned ticket was paid for by someone else: its first buyer's
+    refund starts (refund reconciliation opens any not enqueued)."""
+    enqueue(resale_refund_open, str(return_id))

@@ -33,3 +33,10 @@ def payment_refund_auto(payment_id: str) -> str:
     """Enqueued when a payment becomes REFUND_REQUIRED; reconciliation is
     the safety net when this never runs."""
     return services.payment_refund_auto(payment_id=uuid.UUID(payment_id))
+
+
+@shared_task(name="payments.tasks.resale_refund_open")
+def resale_refund_open(return_id: str) -> str:
+    """Enqueued when a returned ticket is resold; refund reconciliation is
+    the safety net when this never runs."""
+    return services.resale_refund_open(return_id=uuid.UUID(return_id))

@@ -8,10 +8,21 @@ import uuid
 from typing import Any
 
 from django.urls import reverse
+from django.utils import timezone
 
-from claims.domain import ticket_code_display
-from claims.models import Claim, IssuedTicket
+from claims.domain import (
+    ClaimSource,
+    ReturnStatus,
+    TransferStatus,
+    ticket_code_display,
+    ticket_public_status,
+    transfers_left,
+)
+from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
+from customers.emails import email_canonical
+from customers.models import Customer
 from fairqueue.errors import ErrorCode, NotFound
+from payments.models import Refund
 from queueing.selectors import entry_latest
 from queueing.serializers import position_body
 from queueing.services import queue_position
@@ -71,11 +82,12 @@ def _payment(claim: Claim) -> dict[str, Any] | None:
 
 
 def ticket_body(ticket: IssuedTicket, *, with_event: bool = False) -> dict[str, Any]:
+    status = ticket_public_status(ticket.status, ticket.void_reason)
     body: dict[str, Any] = {
         "ticket_id": str(ticket.pk),
         "code": ticket_code_display(ticket.code),
-        "status": ticket.status,
-        "status_text": words(TICKET_TEXT, ticket.status),
+        "status": status,
+        "status_text": words(TICKET_TEXT, status),
         "event_id": str(ticket.event_id),
         "tier_name": ticket.tier.name,
         "seat": ticket.seat,
@@ -85,12 +97,89 @@ def ticket_body(ticket: IssuedTicket, *, with_event: bool = False) -> dict[str, 
         "checked_in_at": ticket.checked_in_at.isoformat() if ticket.checked_in_at else None,
         "url": reverse("ticket-page", args=[ticket.code]),
     }
+    body.update(_moves(ticket, status))
     if with_event:
         event = ticket.event
         body["event_name"] = event.name
         body["venue"] = event.venue
         body["starts_at"] = event.starts_at.isoformat() if event.starts_at else None
     return body
+
+
+def _moves(ticket: IssuedTicket, status: str) -> dict[str, Any]:
+    """Its return (and, once resold, the refund it brought), the transfer
+    pending on it, and what the holder may do with it now."""
+    ret = (
+        TicketReturn.objects.filter(ticket_id=ticket.pk)
+        .exclude(status=ReturnStatus.WITHDRAWN)
+        .order_by("-created_at")
+        .first()
+        if status in ("on_resale", "resold")
+        else None
+    )
+    resale = None
+    if ret is not None:
+        resale = {
+            "return_id": str(ret.pk),
+            "status": ret.status.lower(),
+            "refund_amount": ret.refund_amount,
+            "fee": ret.fee,
+            "currency": ret.currency,
+        }
+    refund = None
+    if ret is not None and ret.status == ReturnStatus.RESOLD:
+        row = Refund.objects.filter(pk=ret.refund_id).first() if ret.refund_id else None
+        refund = {
+            "amount": ret.refund_amount,
+            "currency": ret.currency,
+            # due: opened within moments of the resale; then the gateway's progress.
+            "status": row.status.lower() if row else "due",
+            "settled_at": row.settled_at.isoformat() if row and row.settled_at else None,
+        }
+    pending = (
+        TicketTransfer.objects.filter(ticket_id=ticket.pk, status=TransferStatus.PENDING).first()
+        if status == "valid"
+        else None
+    )
+    event = ticket.event
+    now = timezone.now()
+    return {
+        "resale": resale,
+        "refund": refund,
+        "transfer": (
+            {"transfer_id": str(pending.pk), "to_email": pending.to_email} if pending else None
+        ),
+        "can_return": status == "valid"
+        and pending is None
+        and ticket.claim.source == ClaimSource.SALE
+        and event.returns_until is not None
+        and event.returns_until > now,
+        "can_transfer": status == "valid"
+        and pending is None
+        and transfers_left(
+            allowed=event.transfers_allowed, limit=event.transfer_limit, done=ticket.transfers
+        ),
+    }
+
+
+def transfers_for_customer(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
+    """Tickets sent to this customer's address, not accepted yet."""
+    customer = Customer.objects.get(pk=customer_id)
+    pending = TicketTransfer.objects.filter(
+        status=TransferStatus.PENDING, to_canonical=email_canonical(customer.email)
+    ).select_related("ticket__event", "ticket__tier", "sender")
+    return [
+        {
+            "transfer_id": str(t.pk),
+            "from_email": t.sender.email,
+            "event_id": str(t.event_id),
+            "event_name": t.ticket.event.name,
+            "tier_name": t.ticket.tier.name,
+            "seat_label": t.ticket.seat_label,
+            "created_at": t.created_at.isoformat(),
+        }
+        for t in pending.order_by("created_at")
+    ]
 
 
 def customer_event_state(
@@ -113,6 +202,7 @@ def customer_event_state(
 
 
 def customer_tickets(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
+    """Every ticket ever issued to them, newest first."""
     return [
         ticket_body(t, with_event=True)
         for t in issued_tickets_for_customer(customer_id=customer_id)

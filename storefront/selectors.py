@@ -33,7 +33,9 @@ def payment_confirmed_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:
 def issued_tickets_for_customer(
     *, customer_id: uuid.UUID | str, event_id: uuid.UUID | str | None = None
 ) -> QuerySet[IssuedTicket]:
-    tickets = IssuedTicket.objects.filter(customer_id=customer_id).select_related("event", "tier")
+    tickets = IssuedTicket.objects.filter(customer_id=customer_id).select_related(
+        "event", "tier", "claim"
+    )
     if event_id is not None:
         tickets = tickets.filter(event_id=event_id)
     return tickets.order_by("-issued_at", "seat")

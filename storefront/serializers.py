@@ -48,7 +48,11 @@ class MePaymentSerializer(serializers.Serializer):
 class IssuedTicketSerializer(serializers.Serializer):
     ticket_id = serializers.UUIDField()
     code = serializers.CharField(help_text="What the QR code holds and the door checks in.")
-    status = serializers.CharField(help_text="VALID, USED (checked in) or VOID (cancelled).")
+    status = serializers.CharField(
+        help_text="valid, on_resale (returned, still yours until someone has paid for it), "
+        "used (checked in), resold (someone else bought it: see refund), transferred (sent "
+        "to someone else) or void (cancelled)."
+    )
     status_text = serializers.CharField()
     event_id = serializers.UUIDField()
     tier_name = serializers.CharField()
@@ -60,6 +64,21 @@ class IssuedTicketSerializer(serializers.Serializer):
     issued_at = serializers.DateTimeField()
     checked_in_at = serializers.DateTimeField(allow_null=True)
     url = serializers.CharField(help_text="The ticket's page (QR code, printable).")
+    resale = serializers.DictField(
+        allow_null=True,
+        help_text="Its return while on_resale or resold: return_id, status, refund_amount, "
+        "fee, currency.",
+    )
+    refund = serializers.DictField(
+        allow_null=True,
+        help_text="A resold ticket's refund: amount, currency, status (due, requested, "
+        "pending, processed, failed), settled_at.",
+    )
+    transfer = serializers.DictField(
+        allow_null=True, help_text="A transfer of it waiting to be accepted: transfer_id, to_email."
+    )
+    can_return = serializers.BooleanField()
+    can_transfer = serializers.BooleanField()
 
 
 class IssuedTicketWithEventSerializer(IssuedTicketSerializer):
@@ -76,5 +95,25 @@ class MeEventSerializer(serializers.Serializer):
     tickets = IssuedTicketSerializer(many=True)
 
 
+class IncomingTransferSerializer(serializers.Serializer):
+    transfer_id = serializers.UUIDField()
+    from_email = serializers.EmailField()
+    event_id = serializers.UUIDField()
+    event_name = serializers.CharField()
+    tier_name = serializers.CharField()
+    seat_label = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
 class MyTicketsSerializer(serializers.Serializer):
     results = IssuedTicketWithEventSerializer(many=True)
+    incoming_transfers = IncomingTransferSerializer(
+        many=True,
+        help_text="Tickets sent to your address: accept with POST transfers/{id}/accept/.",
+    )
+
+
+class TransferAcceptedSerializer(serializers.Serializer):
+    transfer_id = serializers.UUIDField()
+    status = serializers.CharField()
+    ticket = IssuedTicketWithEventSerializer()

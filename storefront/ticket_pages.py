@@ -13,7 +13,7 @@ from django.middleware.csrf import get_token
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from claims.domain import ticket_code_display
+from claims.domain import ticket_code_display, ticket_public_status
 from events.authentication import runs_event
 from events.models import Event
 from storefront.qr import qr_svg, qr_svg_document
@@ -31,7 +31,7 @@ def ticket_page(request: HttpRequest, code: str) -> HttpResponse:
         "ticket": ticket,
         "event": ticket.event,
         "code": ticket_code_display(ticket.code),
-        "status_text": words(TICKET_TEXT, ticket.status),
+        "status_text": words(TICKET_TEXT, ticket_public_status(ticket.status, ticket.void_reason)),
         "qr": qr_svg(ticket.code),
         "of": ticket.claim.quantity,
     }

@@ -3,13 +3,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claims.services import ticket_transfer_accept
 from customers.authentication import IsCustomer, customer_of
 from events.selectors import event_public_get
 from fairqueue.schema import error
-from storefront.customer_state import customer_event_state, customer_tickets
+from storefront.customer_state import (
+    customer_event_state,
+    customer_tickets,
+    ticket_body,
+    transfers_for_customer,
+)
 from storefront.serializers import (
     MeEventSerializer,
     MyTicketsSerializer,
+    TransferAcceptedSerializer,
 )
 
 
@@ -37,4 +44,39 @@ class MyTicketsView(APIView):
         responses={200: MyTicketsSerializer},
     )
     def get(self, request: Request) -> Response:
-        return Response({"results": customer_tickets(customer_id=customer_of(request).id)})
+        customer_id = customer_of(request).id
+        return Response(
+            {
+                "results": customer_tickets(customer_id=customer_id),
+                "incoming_transfers": transfers_for_customer(customer_id=customer_id),
+            }
+        )
+
+
+class TransferAcceptView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="ticket_transfer_accept",
+        summary="Accept a ticket sent to you (signed in with the address it was sent to)",
+        request=None,
+        responses={
+            200: TransferAcceptedSerializer,
+            404: error("transfer_not_found (not sent to you either)"),
+            409: error(
+                "transfer_not_pending, already_claimed (you hold tickets for this event: one "
+                "purchase per customer), ticket_on_resale, ticket_already_used, ticket_void."
+            ),
+            503: error("busy: retry after Retry-After."),
+        },
+    )
+    def post(self, request: Request, transfer_id: str) -> Response:
+        ticket = ticket_transfer_accept(
+            transfer_id=transfer_id, customer_id=customer_of(request).id
+        )
+        body = {
+            "transfer_id": str(transfer_id),
+            "status": "accepted",
+            "ticket": ticket_body(ticket, with_event=True),
+        }
+        return Response(body)

@@ -29,10 +29,14 @@ RELEASE_TEXT = {
     "refunded": "Refunded",
 }
 
+# By the status a holder reads (``claims.domain.ticket_public_status``).
 TICKET_TEXT = {
-    "VALID": "Valid",
-    "USED": "Used at the door",
-    "VOID": "Cancelled",
+    "valid": "Valid",
+    "on_resale": "On resale: still yours until someone buys it",
+    "used": "Used at the door",
+    "resold": "Resold: your refund is on its way",
+    "transferred": "Sent to someone else",
+    "void": "Cancelled",
 }
 
 

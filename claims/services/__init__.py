@@ -9,7 +9,9 @@ that exist, and the partial unique index allows one purchase per customer per
 event (invariant 6).
 
 A CONFIRMED claim has one issued ticket per seat (``issuing``), voided when
-it leaves CONFIRMED (``claim_release``), checked in at the door (``checkin``).
+it leaves CONFIRMED (``claim_release``), checked in at the door (``checkin``),
+returned for resale (``resale``, sold in ``resold``) or sent to another
+person (``transfers``).
 """
 
 from claims.services.checkin import issued_ticket_check_in
@@ -26,6 +28,17 @@ from claims.services.payments import (
     claim_payment_started,
 )
 from claims.services.release import claim_release, tickets_returned_on_commit
+from claims.services.resale import (
+    holder_ticket,
+    ticket_return,
+    ticket_return_quote,
+    ticket_return_withdraw,
+)
+from claims.services.transfers import (
+    ticket_transfer_accept,
+    ticket_transfer_cancel,
+    ticket_transfer_create,
+)
 
 __all__ = [
     "claim_confirm",
@@ -39,8 +52,15 @@ __all__ = [
     "claim_reinstate",
     "claim_release",
     "claims_expire",
+    "holder_ticket",
     "issued_ticket_check_in",
     "issued_tickets_issue",
     "issued_tickets_void",
+    "ticket_return",
+    "ticket_return_quote",
+    "ticket_return_withdraw",
+    "ticket_transfer_accept",
+    "ticket_transfer_cancel",
+    "ticket_transfer_create",
     "tickets_returned_on_commit",
 ]

@@ -19,8 +19,9 @@ def issued_ticket_check_in(
     """VALID -> USED for a ticket of this event, in one conditional UPDATE:
     of two scanners reading one code at the same moment, exactly one admits
     it. Errors: ``ticket_not_found`` (404), ``ticket_other_event``,
-    ``ticket_already_used`` (details.checked_in_at) and ``ticket_void``
-    (details.voided_at), all 409.
+    ``ticket_already_used`` (details.checked_in_at), ``ticket_void``
+    (details.voided_at, details.reason) and ``ticket_on_resale`` (returned
+    for resale: never valid at the door while a buyer may take it), all 409.
 
     ``guard=False`` reads and then writes, unconditionally: only the test
     that shows the race this function closes uses it."""
@@ -63,8 +64,16 @@ def issued_ticket_check_in(
                 "checked_in_by": ticket.checked_in_by,
             },
         )
+    if ticket.status == T.ON_RESALE:
+        raise Conflict(
+            "On resale: its holder returned it. Withdrawing the return makes it valid again.",
+            code=ErrorCode.TICKET_ON_RESALE,
+        )
     raise Conflict(
-        "Void: this ticket was cancelled (refunded or released).",
+        "Void: this ticket was cancelled (refunded, released, resold or transferred).",
         code=ErrorCode.TICKET_VOID,
-        details={"voided_at": ticket.voided_at.isoformat() if ticket.voided_at else None},
+        details={
+            "voided_at": ticket.voided_at.isoformat() if ticket.voided_at else None,
+            "reason": ticket.void_reason,
+        },
     )

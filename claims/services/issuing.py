@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from claims.domain import ISSUED_TICKET_MACHINE, IssuedTicketStatus, ticket_code_new
 from claims.models import Claim, IssuedTicket
+from claims.services.resold import resales_complete
 from claims.signals import claim_confirmed
 from fairqueue.news import send_on_commit
 
@@ -23,8 +24,9 @@ T = IssuedTicketStatus
 def issued_tickets_issue(*, claim_id: uuid.UUID | str) -> list[IssuedTicket]:
     """One VALID ticket per seat of the (CONFIRMED) claim, each with a fresh
     code; seats already issued are skipped, so a repeated confirmation issues
-    nothing twice. After commit, ``claim_confirmed`` tells the apps above
-    (the storefront sends the confirmation email)."""
+    nothing twice. Ticket rows of the claim that were on resale are sold
+    (``resales_complete``). After commit, ``claim_confirmed`` tells the apps
+    above (the storefront sends the confirmation email)."""
     claim = Claim.objects.select_related("customer").get(pk=claim_id)
     now = timezone.now()
     # A code that collides (80 random bits: never in practice) is skipped by
@@ -35,9 +37,11 @@ def issued_tickets_issue(*, claim_id: uuid.UUID | str) -> list[IssuedTicket]:
             break
         _insert(claim, missing, now)
     send_on_commit(claim_confirmed, sender=Claim, claim_id=claim.pk)
-    return list(
+    issued = list(
         IssuedTicket.objects.filter(claim_id=claim.pk).exclude(status=T.VOID).order_by("seat")
     )
+    resales_complete(claim=claim, issued=issued)
+    return issued
 
 
 def _seats_missing(claim: Claim) -> list[int]:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus, ReleaseReason, release_sources
 from claims.models import Claim
 from claims.services.issuing import issued_tickets_void
+from claims.services.resold import returns_end_for_claim
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
@@ -57,6 +58,7 @@ def claim_release(
                 details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
             )
         issued_tickets_void(claim_ids=[claim.pk], reason=ReleaseReason(reason).value)
+        returns_end_for_claim(claim_id=claim.pk, reason=ReleaseReason(reason).value)
         freed = tickets_free(claim_ids=[claim.pk])
         tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()

@@ -3,7 +3,7 @@ money movement is recorded (invariant 7)."""
 
 from __future__ import annotations
 
-from claims.domain import ClaimStatus, ReleaseReason
+from claims.domain import ClaimSource, ClaimStatus, ReleaseReason
 from claims.models import Claim
 from console.invariants.base import Found, Options, Scope, When, check, plural, rows, value
 from events.models import Event
@@ -36,15 +36,17 @@ def _count(where: str, params: list[object]) -> int:
 
 @check(invariant=5)
 def paid_means_confirmed(event: Event, options: Options) -> Found:
-    """A CONFIRMED payment's claim is CONFIRMED; a CONFIRMED claim has exactly
-    one CONFIRMED payment."""
+    """A CONFIRMED payment's claim is CONFIRMED; a CONFIRMED claim bought in
+    the sale has exactly one CONFIRMED payment (a transferred ticket's claim
+    has none: nothing was paid)."""
     paid_not_confirmed = _count(
         "p.status = %s AND c.status <> %s", [event.pk, CONFIRMED, ClaimStatus.CONFIRMED.value]
     )
     confirmed_not_paid = value(
         f"SELECT COUNT(*) FROM {CLAIM} c WHERE c.event_id = %s AND c.status = %s "  # noqa: S608
+        "AND c.source = %s "
         f"AND (SELECT COUNT(*) FROM {PAYMENT} p WHERE p.claim_id = c.id AND p.status = %s) <> 1",
-        [event.pk, ClaimStatus.CONFIRMED.value, CONFIRMED],
+        [event.pk, ClaimStatus.CONFIRMED.value, ClaimSource.SALE.value, CONFIRMED],
     )
     problems = []
     if paid_not_confirmed:

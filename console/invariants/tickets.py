@@ -23,13 +23,18 @@ PAYMENT = Payment._meta.db_table
 HOLDING = [s.value for s in HOLDING_STATUSES]
 
 # Per tier: inventory, ticket rows, rows taken by a claim, tickets the
-# holding claims say they hold.
+# holding claims say they hold. A purchase holds ``quantity - moved`` tickets
+# (``moved``: resold or transferred away); a ticket it returned for resale is
+# still its own, but its row is on sale (free, or held by the buyer's claim,
+# which counts it too), so such rows are counted once, for sale.
 _TIERS_SQL = f"""
 SELECT t.name, t.inventory,
   (SELECT COUNT(*) FROM {TICKET} k WHERE k.tier_id = t.id),
   (SELECT COUNT(*) FROM {TICKET} k WHERE k.tier_id = t.id AND k.claim_id IS NOT NULL),
-  (SELECT COALESCE(SUM(c.quantity), 0) FROM {CLAIM} c
+  (SELECT COALESCE(SUM(c.quantity - c.moved), 0) FROM {CLAIM} c
      WHERE c.tier_id = t.id AND c.status = ANY(%s))
+  - (SELECT COUNT(*) FROM {TICKET} k JOIN {CLAIM} c ON c.id = k.resale_from_id
+     WHERE k.tier_id = t.id AND c.status = ANY(%s))
 FROM {TIER} t WHERE t.event_id = %s ORDER BY t.sort_order, t.price, t.name
 """  # noqa: S608  (table names come from the models, values are parameters)
 
@@ -37,7 +42,9 @@ FROM {TIER} t WHERE t.event_id = %s ORDER BY t.sort_order, t.price, t.name
 def _tiers(event: Event) -> list[tuple[str, int, int, int, int]]:
     return [
         (name, int(inventory), int(ticket_rows), int(taken), int(held))
-        for name, inventory, ticket_rows, taken, held in rows(_TIERS_SQL, [HOLDING, event.pk])
+        for name, inventory, ticket_rows, taken, held in rows(
+            _TIERS_SQL, [HOLDING, HOLDING, event.pk]
+        )
     ]
 
 
@@ -57,12 +64,14 @@ def tickets_within_inventory(event: Event, options: Options) -> Found:
 
 @check(invariant=1)
 def claims_hold_their_tickets(event: Event, options: Options) -> Found:
-    """Every CLAIMED or CONFIRMED claim holds exactly ``quantity`` ticket rows,
-    all of its own tier, and its tier belongs to its event; on reserved
-    seating, exactly the seats it names, none of them blocked."""
+    """Every CLAIMED or CONFIRMED claim holds exactly ``quantity - moved``
+    ticket rows (its returns on resale included), all of its own tier, and
+    its tier belongs to its event; on reserved seating, exactly the seats it
+    names, none of them blocked."""
     short = value(
         f"SELECT COUNT(*) FROM {CLAIM} c WHERE c.event_id = %s AND c.status = ANY(%s) "  # noqa: S608
-        f"AND c.quantity <> (SELECT COUNT(*) FROM {TICKET} k WHERE k.claim_id = c.id)",
+        f"AND c.quantity - c.moved <> (SELECT COUNT(*) FROM {TICKET} k WHERE k.claim_id = c.id "
+        "OR k.resale_from_id = c.id)",
         [event.pk, HOLDING],
     )
     wrong_tier = value(
@@ -77,7 +86,7 @@ def claims_hold_their_tickets(event: Event, options: Options) -> Found:
     )
     wrong_seats = value(
         f"SELECT COUNT(*) FROM {CLAIM} c, LATERAL (SELECT ARRAY(SELECT k.label::text "  # noqa: S608
-        f"FROM {TICKET} k WHERE k.claim_id = c.id) AS labels) held "
+        f"FROM {TICKET} k WHERE k.claim_id = c.id OR k.resale_from_id = c.id) AS labels) held "
         "WHERE c.event_id = %s AND c.status = ANY(%s) AND cardinality(c.seats) > 0 "
         "AND NOT (c.seats::text[] <@ held.labels AND c.seats::text[] @> held.labels)",
         [event.pk, HOLDING],
@@ -215,7 +224,7 @@ def sold_equals_inventory(event: Event, options: Options) -> Found:
     """Every ticket sold: CONFIRMED claims and their ticket rows = inventory."""
     inventory = sum(inventory for _name, inventory, *_ in _tiers(event))
     sold = value(
-        f"SELECT COALESCE(SUM(quantity), 0) FROM {CLAIM} "  # noqa: S608
+        f"SELECT COALESCE(SUM(quantity - moved), 0) FROM {CLAIM} "  # noqa: S608
         "WHERE event_id = %s AND status = %s",
         [event.pk, ClaimStatus.CONFIRMED.value],
     )

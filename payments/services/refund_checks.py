@@ -33,6 +33,7 @@ from payments.services.incidents import gateway_incident_record
 from payments.services.outcomes import payment_lock, refund_lock
 from payments.services.records import lease_seconds, payment_log
 from payments.services.refunds import payment_refund_auto, refund_apply, refund_send
+from payments.services.resale_refunds import resale_refund_open, resale_refunds_due
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +148,8 @@ def refunds_required_due(*, limit: int) -> list[uuid.UUID]:
 
 
 def refunds_reconcile(*, batch_size: int = 50) -> dict[str, int]:
-    """One pass: due open refunds, then the automatic refunds not started."""
+    """One pass: due open refunds, resold tickets' refunds not opened, then
+    the automatic refunds not started."""
     report: dict[str, int] = {}
 
     def count(result: str) -> None:
@@ -159,6 +161,12 @@ def refunds_reconcile(*, batch_size: int = 50) -> dict[str, int]:
         except Exception:  # one bad row must not stop the others
             logger.exception("reconcile of refund %s failed", refund_id)
             count("refund_check:error")
+    for return_id in resale_refunds_due(limit=batch_size):
+        try:
+            count(f"resale_{resale_refund_open(return_id=return_id)}")
+        except Exception:
+            logger.exception("refund of resold return %s failed", return_id)
+            count("resale_refund:error")
     if settings.PAYSTACK_AUTO_REFUND:
         for payment_id in refunds_required_due(limit=batch_size):
             try:

@@ -110,9 +110,23 @@ def refund_open(
 
 
 def refund_open_locked(
-    *, payment: Payment, actor: str, reason: str, amount: int | None, gateway_refund_id: str
+    *,
+    payment: Payment,
+    actor: str,
+    reason: str,
+    amount: int | None,
+    gateway_refund_id: str,
+    for_resale: bool = False,
 ) -> Refund:
-    """``refund_open`` inside the caller's transaction, the payment locked."""
+    """``refund_open`` inside the caller's transaction, the payment locked.
+
+    ``for_resale``: a resold ticket's share goes back to its first buyer; the
+    payment stays CONFIRMED and its purchase keeps its other tickets."""
+    if for_resale and payment.status != P.CONFIRMED:
+        raise InvalidTransition(
+            f"A {payment.status} payment has no resold ticket to refund.",
+            details={"status": payment.status},
+        )
     if payment.status not in REFUNDABLE_STATUSES:
         raise InvalidTransition(
             f"A {payment.status} payment cannot be refunded.",
@@ -127,7 +141,8 @@ def refund_open_locked(
         payment=payment,
         amount=refundable if amount is None else amount,
         currency=currency,
-        full=amount is None or amount == refundable,
+        full=not for_resale and (amount is None or amount == refundable),
+        for_resale=for_resale,
         reason=reason[:300],
         requested_by=actor[:150],
         gateway_refund_id=gateway_refund_id[:64],
@@ -143,9 +158,12 @@ def refund_open_locked(
             "amount": refund.amount,
             "currency": currency,
             "full": refund.full,
+            "for_resale": for_resale,
             "reason": reason,
         },
     )
+    if for_resale:
+        return refund
     if not payment_transition(
         payment=payment,
         target=P.REFUND_PENDING,
@@ -282,6 +300,9 @@ def refund_apply(
             refunded_amount=F("refunded_amount") + refund.amount
         )
         payment.refunded_amount += refund.amount
+        if refund.for_resale:  # the purchase and its payment stay as they are
+            logger.info("resale refund of %s processed (%s)", payment.reference, refund.amount)
+            return target
         payment_transition(
             payment=payment,
             target=P.REFUNDED,
@@ -290,6 +311,12 @@ def refund_apply(
             data={"refund_id": str(refund.pk)},
         )
         logger.info("payment %s refunded (%s)", payment.reference, refund.amount)
+    elif target == R.FAILED and refund.for_resale:
+        logger.error(
+            "resale refund of payment %s failed (%s): staff must settle it",
+            payment.reference,
+            fields["failure_reason"],
+        )
     elif target == R.FAILED:
         payment_transition(
             payment=payment,

@@ -1,0 +1,75 @@
+"""The refund a resold ticket's first buyer is owed: face value minus the
+organizer's fee, through the gateway's Refund API, automatically. Opened
+after the resale committed (``ticket_resold``); refund reconciliation opens
+any whose news was lost. The purchase keeps its other tickets and its
+payment stays CONFIRMED (``Refund.for_resale``)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.db import transaction
+
+from claims.domain import ReturnStatus
+from claims.models import TicketReturn
+from claims.services.resold import ticket_return_refund_opened
+from fairqueue.errors import InvalidInput, InvalidTransition
+from payments.domain import OPEN_REFUND_STATUSES, PaymentStatus
+from payments.models import Payment, Refund
+from payments.services.outcomes import payment_lock
+from payments.services.refunds import refund_open_locked, refund_send
+
+logger = logging.getLogger(__name__)
+
+
+class _Taken(Exception):
+    """Another run opened this return's refund first: roll ours back."""
+
+
+def resale_refund_open(*, return_id: uuid.UUID | str) -> str:
+    """Open and send the refund of a RESOLD return; idempotent (the
+    payment's row lock serialises two runs, the return's ``refund_id`` says
+    it is done). A payment with a refund still open waits for the next
+    reconciliation pass (one open refund per payment)."""
+    ret = TicketReturn.objects.filter(pk=return_id).first()
+    if ret is None or ret.status != ReturnStatus.RESOLD or ret.refund_id or ret.refund_amount <= 0:
+        return "skipped"
+    payment = Payment.objects.filter(claim_id=ret.claim_id, status=PaymentStatus.CONFIRMED).first()
+    if payment is None:
+        logger.error("return %s was resold but its purchase has no confirmed payment", return_id)
+        return "no_payment"
+    try:
+        with transaction.atomic():
+            payment = payment_lock(payment_id=payment.pk)
+            if Refund.objects.filter(payment=payment, status__in=OPEN_REFUND_STATUSES).exists():
+                return "waiting"
+            refund = refund_open_locked(
+                payment=payment,
+                actor="resale",
+                reason=f"ticket resold (return {ret.pk})",
+                amount=ret.refund_amount,
+                gateway_refund_id="",
+                for_resale=True,
+            )
+            if not ticket_return_refund_opened(return_id=ret.pk, refund_id=refund.pk):
+                raise _Taken
+    except _Taken:
+        return "skipped"
+    except (InvalidTransition, InvalidInput) as exc:
+        logger.error("resale refund of return %s refused: %s", return_id, exc)
+        return "refused"
+    refund_send(refund_id=refund.pk, actor="resale")
+    return "sent"
+
+
+def resale_refunds_due(*, limit: int) -> list[uuid.UUID]:
+    """RESOLD returns whose refund was never opened (its news was lost, or
+    the payment had another refund open)."""
+    return list(
+        TicketReturn.objects.filter(
+            status=ReturnStatus.RESOLD, refund_id__isnull=True, refund_amount__gt=0
+        )
+        .order_by("resold_at")
+        .values_list("id", flat=True)[:limit]
+    )
