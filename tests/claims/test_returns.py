@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from claims.models import IssuedTicket, TicketEvent, TicketReturn
-from claims.services import claim_release, issued_ticket_check_in
 from claims.domain import ReleaseReason
+from claims.models import TicketEvent, TicketReturn
+from claims.services import claim_release, issued_ticket_check_in
 from fairqueue.errors import Conflict
 from inventory.models import Ticket
 from inventory.signals import tickets_freed
@@ -73,7 +73,9 @@ def test_return_resold_refunded(api, client, gateway, shop, django_capture_on_co
     assert answer.json()["refund_amount"] == PRICE - FEE
     assert freed and freed[0]["quantity"] == 1 and freed[0]["tier_id"] == tier.id
     assert counter(tier) == 1  # back in the live inventory: the queue admits for it
-    statuses = {t["code"].replace("-", ""): t["status"] for t in my_tickets(api, seller.customer)["results"]}
+    statuses = {
+        t["code"].replace("-", ""): t["status"] for t in my_tickets(api, seller.customer)["results"]
+    }
     assert statuses == {kept.code: "valid", returned.code: "on_resale"}
     # Still the seller's, but never valid at the door while a buyer may take it.
     with pytest.raises(Conflict) as refused:
@@ -162,7 +164,9 @@ def test_returns_refused_when_closed_or_not_theirs(api, shop, django_capture_on_
     assert closed.status_code == 409 and closed.json()["error"]["code"] == "returns_closed"
     stranger = api.post(f"/api/v1/tickets/{ticket.code}/return/", **bearer(other.customer))
     assert stranger.status_code == 404
-    assert api.post("/api/v1/tickets/not-a-code/return/", **bearer(seller.customer)).status_code == 404
+    assert (
+        api.post("/api/v1/tickets/not-a-code/return/", **bearer(seller.customer)).status_code == 404
+    )
     assert reload(ticket).status == "VALID" and not TicketReturn.objects.exists()
 
 

@@ -61,7 +61,7 @@ test("a released hold says why and offers the queue again", () => {
 });
 
 test("refunded tickets are not shown as tickets to use", () => {
-  const refunded = me({ claim: claim("RELEASED", { release_text: "Refunded" }), tickets: [{ status: "VOID" }] });
+  const refunded = me({ claim: claim("RELEASED", { release_text: "Refunded" }), tickets: [{ status: "void" }] });
   assert.equal(phaseFor(refunded, { saleState: "on_sale" }).phase, "join");
 });
 

@@ -123,7 +123,7 @@ def test_after_paying_the_tickets_are_there_and_after_a_refund_they_say_cancelle
 
     assert paid["claim"]["status"] == "CONFIRMED"
     (ticket,) = paid["tickets"]
-    assert (ticket["status"], ticket["status_text"], ticket["seat"]) == ("VALID", "Valid", 1)
+    assert (ticket["status"], ticket["status_text"], ticket["seat"]) == ("valid", "Valid", 1)
     assert len(ticket["code"]) == 19  # ABCD-2345-EFGH-6789
     assert ticket["url"] == f"/tickets/{ticket['code'].replace('-', '')}/"
     assert refunded["claim"]["release_text"] == "Refunded"

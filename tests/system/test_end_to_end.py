@@ -175,4 +175,4 @@ def test_one_customer_from_sign_in_to_confirmed(live_server, sandbox):
     assert "<h1>Paid</h1>" in landing.text
     assert landing.text.count('class="ticket"') == 0  # the reference opens no ticket
     mine = api(base, "GET", "me/tickets/", token).json()["results"]
-    assert [t["status"] for t in mine] == ["VALID"]  # the sign-in does
+    assert [t["status"] for t in mine] == ["valid"]  # the sign-in does

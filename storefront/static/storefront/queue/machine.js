@@ -47,6 +47,9 @@ const JOINABLE = ["prequeue", "on_sale", "paused", "sold_out"];
 /* The panel for this customer, and a notice about what happened before
    (a hold that ran out, a payment that failed). `me` is the body of
    GET events/{id}/me/, or null when not signed in. */
+// A ticket that no longer lets its holder in (cancelled, resold, sent away).
+const GONE_TICKET = ["void", "resold", "transferred"];
+
 export function phaseFor(me, { saleState }) {
   if (!me) {
     if (saleState === "upcoming") return { phase: "upcoming", notice: "" };
@@ -54,7 +57,7 @@ export function phaseFor(me, { saleState }) {
     return { phase: "signin", notice: "" };
   }
   const claim = me.claim, payment = me.payment, queue = me.queue;
-  const tickets = (me.tickets || []).filter((t) => t.status !== "VOID");
+  const tickets = (me.tickets || []).filter((t) => !GONE_TICKET.includes(t.status));
   if (claim && claim.status === "CONFIRMED") return { phase: "confirmed", notice: "" };
   if (claim && claim.status === "CLAIMED") {
     if (payment && LIVE_PAYMENT.indexOf(payment.status) !== -1) return { phase: "paying", notice: "" };

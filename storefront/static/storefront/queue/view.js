@@ -73,7 +73,7 @@ export function renderTickets(tickets) {
   list.textContent = "";
   tickets.forEach((t) => {
     const item = document.createElement("li");
-    item.className = "ticket" + (t.status === "VALID" ? "" : " ticket-" + t.status.toLowerCase());
+    item.className = "ticket" + (t.status === "valid" ? "" : " ticket-" + t.status);
     const img = document.createElement("img");
     img.src = t.url + "qr.svg";
     img.alt = "QR code of ticket " + t.code;
@@ -87,7 +87,7 @@ export function renderTickets(tickets) {
     code.className = "code";
     code.textContent = t.code;
     const status = document.createElement("p");
-    status.className = "small " + (t.status === "VALID" ? "ok-text" : "muted");
+    status.className = "small " + (t.status === "valid" ? "ok-text" : "muted");
     status.textContent = t.status_text;
     const link = document.createElement("a");
     link.href = t.url;
