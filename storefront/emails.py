@@ -1,16 +1,17 @@
 """The confirmation email: HTML and plain text, the tickets (each with its QR
-code as an inline image) and a receipt."""
+code as an inline image) and a receipt; and the plain-text notes of a
+returned ticket resold and of a ticket sent to someone."""
 
 from __future__ import annotations
 
 from email.mime.image import MIMEImage
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
+from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.template.loader import render_to_string
 
 from claims.domain import IssuedTicketStatus, ticket_code_display
-from claims.models import Claim
+from claims.models import Claim, TicketReturn, TicketTransfer
 from fairqueue.money import money_format
 from fairqueue.public_url import public_url
 from storefront.qr import qr_png
@@ -69,3 +70,53 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
         image.add_header("Content-Disposition", "inline", filename=f"ticket-{ticket.seat}.png")
         message.attach(image)
     return message
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def resold_email(*, ticket_return: TicketReturn) -> EmailMessage:
+    """To the first buyer of a resold ticket: its code is void, and what
+    comes back to their card."""
+    ticket = ticket_return.ticket
+    event = ticket.event
+    refund = money_format(ticket_return.refund_amount, ticket_return.currency)
+    fee = money_format(ticket_return.fee, ticket_return.currency)
+    lines = [
+        f"Someone bought the ticket you returned for {event.name}"
+        + (f" (seat {ticket.seat_label})" if ticket.seat_label else "")
+        + ".",
+        f"Its code {ticket_code_display(ticket.code)} no longer lets anyone in.",
+        f"We are refunding {refund} to the card you paid with"
+        + (f" (face value minus the organizer's {fee} fee)" if ticket_return.fee else "")
+        + ": banks usually show it within a few working days.",
+        "",
+        f"Your tickets: {public_url('/tickets/')}",
+    ]
+    return EmailMessage(
+        subject=_one_line(f"Your returned ticket for {event.name} was resold"),
+        body="\n".join(lines) + "\n",
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[ticket.holder_email],
+    )
+
+
+def transfer_email(*, transfer: TicketTransfer) -> EmailMessage:
+    """To the person a ticket was sent to: how to accept it."""
+    ticket = transfer.ticket
+    lines = [
+        f"{ticket.holder_email} sent you a ticket for {ticket.event.name}"
+        + (f" (seat {ticket.seat_label})" if ticket.seat_label else "")
+        + ".",
+        "Sign in with this email address and accept it on your tickets page:",
+        public_url("/tickets/"),
+        "",
+        "Once you accept, the ticket gets a new code that is yours alone.",
+    ]
+    return EmailMessage(
+        subject=_one_line(f"A ticket for {ticket.event.name} was sent to you"),
+        body="\n".join(lines) + "\n",
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[transfer.to_email],
+    )

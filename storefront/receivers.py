@@ -7,9 +7,9 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from claims.signals import claim_confirmed
+from claims.signals import claim_confirmed, ticket_resold, ticket_transfer_offered
 from fairqueue.news import enqueue
-from storefront.tasks import confirmation_email_send
+from storefront.tasks import confirmation_email_send, resold_email_send, transfer_email_send
 
 
 @receiver(claim_confirmed, dispatch_uid="storefront.confirmation_email")
@@ -17,3 +17,13 @@ def confirmation_email_enqueue(sender: Any, claim_id: uuid.UUID, **kwargs: Any) 
     # claim_confirmed is sent after commit: the worker finds the claim and its
     # tickets. The sweep sends what was not enqueued.
     enqueue(confirmation_email_send, str(claim_id))
+
+
+@receiver(ticket_resold, dispatch_uid="storefront.resold_email")
+def resold_email_enqueue(sender: Any, return_id: uuid.UUID, **kwargs: Any) -> None:
+    enqueue(resold_email_send, str(return_id))
+
+
+@receiver(ticket_transfer_offered, dispatch_uid="storefront.transfer_email")
+def transfer_email_enqueue(sender: Any, transfer_id: uuid.UUID, **kwargs: Any) -> None:
+    enqueue(transfer_email_send, str(transfer_id))

@@ -1,4 +1,5 @@
-"""Writes of the storefront: the confirmation email's delivery record."""
+"""Writes of the storefront: the confirmation email's delivery record, and the
+notes of a resold ticket and of a ticket sent to someone."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from django.db.models import Min
 from django.utils import timezone
 
 from claims.domain import ClaimStatus, IssuedTicketStatus
-from claims.models import Claim, IssuedTicket
-from storefront.emails import confirmation_email
+from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
+from storefront.emails import confirmation_email, resold_email, transfer_email
 
 logger = logging.getLogger(__name__)
 
@@ -58,3 +59,24 @@ def confirmations_unsent(*, now: datetime | None = None, limit: int = 500) -> li
         .values_list("claim_id", flat=True)[:limit]
     )
     return list(rows)
+
+
+def resold_email_deliver(*, return_id: uuid.UUID | str) -> str:
+    """Tell the first buyer of a resold ticket that it was resold and what
+    is refunded. A send failure raises (the task retries)."""
+    ret = TicketReturn.objects.select_related("ticket__event").filter(pk=return_id).first()
+    if ret is None:
+        return "not_found"
+    resold_email(ticket_return=ret).send(fail_silently=False)
+    return "sent"
+
+
+def transfer_email_deliver(*, transfer_id: uuid.UUID | str) -> str:
+    """Tell the recipient of a ticket how to accept it."""
+    transfer = (
+        TicketTransfer.objects.select_related("ticket__event").filter(pk=transfer_id).first()
+    )
+    if transfer is None:
+        return "not_found"
+    transfer_email(transfer=transfer).send(fail_silently=False)
+    return "sent"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
 from claims.domain import ReleaseReason
@@ -102,6 +103,9 @@ def test_return_resold_refunded(api, client, gateway, shop, django_capture_on_co
     # The purchase keeps its other ticket; its payment stays CONFIRMED.
     assert reload(seller.payment).status == "CONFIRMED"
     assert reload(kept).status == "VALID" and reload(seller.claim).status == "CONFIRMED"
+    (note,) = [m for m in mail.outbox if "was resold" in m.subject]
+    assert note.to == [seller.customer.email] and "5,000.00" not in note.body
+    assert "4,500.00" in note.body and "500.00 fee" in note.body
 
     gateway.settle_refund(at_gateway["id"], "processed")
     with django_capture_on_commit_callbacks(execute=True):

@@ -6,6 +6,7 @@ one purchase per customer per event holds for transfers too."""
 from __future__ import annotations
 
 import pytest
+from django.core import mail
 
 from claims.models import IssuedTicket, TicketEvent, TicketTransfer
 from claims.services import issued_ticket_check_in
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def shop(api, client, sandbox, django_capture_on_commit_callbacks):
+def shop(api, client, sandbox, django_capture_on_commit_callbacks, eager_tasks):
     sandbox.config(send_webhooks=False)
 
     def purchase(tier, who):
@@ -41,7 +42,7 @@ def accept(api, customer, transfer_id):
     return api.post(f"/api/v1/transfers/{transfer_id}/accept/", **bearer(customer))
 
 
-def test_transfer_sent_accepted_and_capped(api, shop):
+def test_transfer_sent_accepted_and_capped(api, shop, django_capture_on_commit_callbacks):
     tier = resale_event(tickets=3, transfer_limit=1)
     (first,) = admitted(tier.event, 1)
     seller = shop(tier, first)
@@ -49,8 +50,11 @@ def test_transfer_sent_accepted_and_capped(api, shop):
     friend = CustomerFactory(email="Friend.Name+tickets@example.test")
     stranger = CustomerFactory()
 
-    sent = send(api, seller.customer, old, "friend.name@example.test")
+    with django_capture_on_commit_callbacks(execute=True):
+        sent = send(api, seller.customer, old, "friend.name@example.test")
     assert sent.status_code == 201, sent.content
+    (note,) = [m for m in mail.outbox if "was sent to you" in m.subject]
+    assert note.to == ["friend.name@example.test"] and seller.customer.email in note.body
     transfer_id = sent.json()["transfer_id"]
     again = send(api, seller.customer, old, "someone@example.test")
     assert again.status_code == 409 and again.json()["error"]["code"] == "transfer_pending"
