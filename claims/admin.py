@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from claims.domain import ClaimStatus
-from claims.models import Claim
+from claims.models import Claim, TicketReturn, TicketTransfer
 from fairqueue.money import money_format
 
 
@@ -106,3 +106,59 @@ class ClaimAdmin(admin.ModelAdmin):
         if claim.queue_entry_id is None:
             return "-"
         return _link("admin:queueing_queueentry_change", claim.queue_entry_id, "the admission")
+
+
+class _ReadOnly(admin.ModelAdmin):
+    """Returns and transfers move only through the claims services."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(TicketReturn)
+class TicketReturnAdmin(_ReadOnly):
+    """Returns, resales and the refunds they brought (the refund's own page
+    is under payments' refunds)."""
+
+    list_display = (
+        "created_at", "event", "holder", "seat", "status", "refund", "fee_kept", "resold_at",
+        "refund_id",
+    )  # fmt: skip
+    list_filter = ("status", "event")
+    search_fields = ("ticket__holder_email", "=ticket__code")
+    list_select_related = ("ticket", "event")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    organizer_paths = ("event__organizer_id",)
+
+    @admin.display(description="holder", ordering="ticket__holder_email")
+    def holder(self, ret: TicketReturn) -> str:
+        return ret.ticket.holder_email
+
+    @admin.display(description="seat")
+    def seat(self, ret: TicketReturn) -> str:
+        return ret.ticket.seat_label or str(ret.ticket.seat)
+
+    @admin.display(description="refund", ordering="refund_amount")
+    def refund(self, ret: TicketReturn) -> str:
+        return money_format(ret.refund_amount, ret.currency)
+
+    @admin.display(description="fee kept", ordering="fee")
+    def fee_kept(self, ret: TicketReturn) -> str:
+        return money_format(ret.fee, ret.currency)
+
+
+@admin.register(TicketTransfer)
+class TicketTransferAdmin(_ReadOnly):
+    list_display = ("created_at", "event", "sender", "to_email", "status", "ended_at")
+    list_filter = ("status", "event")
+    search_fields = ("to_email", "sender__email", "=ticket__code")
+    list_select_related = ("sender", "event")
+    ordering = ("-created_at",)
+    organizer_paths = ("event__organizer_id",)

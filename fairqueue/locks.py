@@ -32,8 +32,12 @@ down a branch, never back up; a lock it already holds may be taken again.
       claim row                            claim_row_lock
         ticket rows, ascending id          ticket_rows_lock (re-instate)
         seat rows, ascending id            seat_rows_lock (re-instate)
-    claim row                              claim_row_lock (starting a payment, releasing an order)
-      new payment row (insert)
+        first buyer's claim row            claim_row_lock (a resale paid)
+          ticket row, issued tickets       conditional UPDATEs
+    claim row                              claim_row_lock (starting a payment, releasing an order;
+      new payment row (insert)               a return, a withdrawal, a transfer accepted)
+      ticket row, issued ticket            conditional UPDATEs (return, withdrawal, transfer)
+      new claim row (insert)               the recipient's purchase (transfer)
     new claim row (insert)
       seat rows, ascending id              seat_rows_lock (a claim of chosen seats)
     sign-in code row                       sign_in_code_lock (nothing else in its transaction)

@@ -287,7 +287,7 @@ class PaymentEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class RefundAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("created_at", "payment", "amount_display", "status", "requested_by",
                     "gateway_refund_id", "settled_at")  # fmt: skip
-    list_filter = ("status", "requested_by")
+    list_filter = ("status", "for_resale", "requested_by")
     search_fields = ("=payment__reference", "=gateway_refund_id")
     list_select_related = ("payment",)
     readonly_fields = [f.name for f in Refund._meta.fields]

@@ -101,6 +101,18 @@ class EventAdmin(admin.ModelAdmin):
                 )
             },
         ),
+        (
+            "Returns and transfers",
+            {
+                "fields": (
+                    "returns_until",
+                    "return_fee",
+                    "transfers_allowed",
+                    "transfer_limit",
+                    "holder_shown",
+                )
+            },
+        ),
         ("Record", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     readonly_fields = ("slug", "status", "live_numbers", "created_at", "updated_at")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -50,7 +51,13 @@ def event_create(
     admission_batch_size: int = 500,
     admission_window_seconds: int = 300,
     max_active_admitted: int = 5000,
+    **resale: Any,
 ) -> Event:
+    """A DRAFT event with its tiers. ``resale``: the return and transfer
+    settings (``RESALE_FIELDS``), all off unless given."""
+    unknown = set(resale) - RESALE_FIELDS
+    if unknown:
+        raise TypeError(f"event_create got unknown fields {sorted(unknown)}")
     errors = _event_errors(
         name=name,
         currency=currency,
@@ -81,6 +88,7 @@ def event_create(
         admission_batch_size=admission_batch_size,
         admission_window_seconds=admission_window_seconds,
         max_active_admitted=max_active_admitted,
+        **resale,
     )
     for order, spec in enumerate(tiers):
         tier_create(
@@ -123,9 +131,14 @@ def _event_errors(
     return errors
 
 
+# Returns and transfers (docs/RESALE.md): the organizer's settings.
+RESALE_FIELDS = frozenset(
+    {"returns_until", "return_fee", "transfers_allowed", "transfer_limit", "holder_shown"}
+)
+
 # What an organizer may edit after creation; status moves only through the
 # transition services below.
-EVENT_EDITABLE_FIELDS = frozenset(
+EVENT_EDITABLE_FIELDS = RESALE_FIELDS | frozenset(
     {
         "organizer",
         "name",

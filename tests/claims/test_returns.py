@@ -13,8 +13,9 @@ from django.core import mail
 from django.utils import timezone
 
 from claims.domain import ReleaseReason
-from claims.models import TicketEvent, TicketReturn
+from claims.models import Claim, TicketEvent, TicketReturn
 from claims.services import claim_release, issued_ticket_check_in
+from console.exports import holder_rows
 from fairqueue.errors import Conflict
 from inventory.models import Ticket
 from inventory.signals import tickets_freed
@@ -122,6 +123,17 @@ def test_return_resold_refunded(api, client, gateway, shop, django_capture_on_co
     assert door(new).status == "USED"
     kinds = list(TicketEvent.objects.filter(ticket=returned).values_list("kind", flat=True))
     assert kinds == ["returned", "resold", "refund_requested"]
+    # The ticket-holders export: each ticket's holder, code and history.
+    exported = {r[3]: r for r in holder_rows(Claim.objects.filter(event=tier.event))}
+    *_, code, status, history = exported[buyer.customer.email]
+    assert (code.replace("-", ""), status) == (new.code, "used")
+    assert [step.split(" ", 2)[2] for step in history.split("; ")] == [
+        "returned",
+        "resold",
+        "issued_for_resale",
+        "refund_requested",
+    ]
+    assert exported[seller.customer.email][-2:] == ["valid", ""]
     assert failing(tier.event) == {}
 
 
