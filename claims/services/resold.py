@@ -47,6 +47,7 @@ def resales_complete(*, claim: Claim, issued: list[IssuedTicket]) -> list[Ticket
     for row in rows:
         ret = TicketReturn.objects.filter(ticket_row_id=row.pk, status=R.ON_RESALE).first()
         seller_id = row.resale_from_id
+        assert seller_id is not None  # the rows were picked by it
         # The first buyer's claim row first (claim rows before ticket rows):
         # a withdrawal holding it then finds the row taken and gives up.
         seller = claim_row_lock(Claim.objects.filter(pk=seller_id))
@@ -124,7 +125,7 @@ def returns_end_for_claim(*, claim_id: uuid.UUID | str, reason: str) -> None:
     stay with the buyer whose claim holds them), and its pending transfers
     are cancelled. Runs in the releasing transaction."""
     now = timezone.now()
-    Ticket.objects.filter(resale_from_id=claim_id).update(resale_from=None)
+    Ticket.objects.filter(resale_from__pk=claim_id).update(resale_from=None)
     ended = list(
         TicketReturn.objects.filter(claim_id=claim_id, status=R.ON_RESALE).values_list(
             "pk", "ticket_id"

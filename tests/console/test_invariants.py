@@ -44,6 +44,10 @@ ALWAYS = {
     "payment_log_complete",
     "payment_amounts_match",
     "payment_log_append_only",
+    "one_live_holder",
+    "seats_carried",
+    "refund_after_resale",
+    "void_codes_refused",
 }
 SETTLED = {
     "sold_out_means_none_free",
@@ -64,7 +68,7 @@ def test_every_spec_invariant_has_a_check_and_the_flags_add_the_settled_ones():
         ALWAYS | SETTLED - {"redis_agrees"}
     )
     assert {c.name for c in checks_to_run(sold_out=True)} == ALWAYS | {"sold_equals_inventory"}
-    assert {c.invariant for c in checks_to_run(settled=True)} == {1, 2, 3, 4, 5, 6, 7}
+    assert {c.invariant for c in checks_to_run(settled=True)} == {1, 2, 3, 4, 5, 6, 7, 8}
 
 
 # --- a clean sale ----------------------------------------------------------------------
@@ -243,3 +247,65 @@ def test_a_claim_not_holding_the_seats_it_names_fails_invariant_1():
     assert failing(tier.event)["claims_hold_their_tickets"] == (
         "1 holding claim not holding the seats it names; 1 blocked seat held by a claim"
     )
+
+
+# --- invariant 8: tickets that changed hands ------------------------------------------
+
+
+def _a_ticket_replaced(paid_sale):
+    """The first buyer's ticket moved on (as a transfer leaves it): void, its
+    replacement issued under another purchase."""
+    from claims.models import Claim, IssuedTicket
+
+    old = IssuedTicket.objects.filter(claim_id=paid_sale.paid[0].claim_id).first()
+    other = IssuedTicket.objects.filter(claim_id=paid_sale.paid[1].claim_id).first()
+    IssuedTicket.objects.filter(pk=old.pk).update(status="VOID", void_reason="transferred")
+    IssuedTicket.objects.filter(pk=other.pk).update(replaces=old)
+    Claim.objects.filter(pk=old.claim_id).update(moved=1)
+    return old, other
+
+
+def test_tickets_that_changed_hands_fail_invariant_8_when_two_are_live(paid_sale):
+    from claims.models import IssuedTicket
+
+    old, _new = _a_ticket_replaced(paid_sale)
+    assert "one_live_holder" not in failing(paid_sale.event)
+    IssuedTicket.objects.filter(pk=old.pk).update(status="VALID", void_reason="")
+    assert "one_live_holder" in failing(paid_sale.event)
+
+
+def test_a_void_code_let_in_or_a_seat_not_carried_fails_invariant_8(paid_sale):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from claims.models import IssuedTicket
+
+    old, new = _a_ticket_replaced(paid_sale)
+    now = timezone.now()
+    IssuedTicket.objects.filter(pk=old.pk).update(
+        voided_at=now, checked_in_at=now + timedelta(seconds=1)
+    )
+    IssuedTicket.objects.filter(pk=new.pk).update(seat_label="Z-9")
+    failed = failing(paid_sale.event)
+    assert {"void_codes_refused", "seats_carried"} <= set(failed)
+
+
+def test_a_return_refunded_before_its_resale_fails_invariant_8(paid_sale):
+    import uuid
+
+    from claims.models import IssuedTicket, TicketReturn
+    from inventory.models import Ticket
+
+    ticket = IssuedTicket.objects.filter(claim_id=paid_sale.paid[0].claim_id).first()
+    TicketReturn.objects.create(
+        ticket=ticket,
+        claim_id=ticket.claim_id,
+        event=paid_sale.event,
+        ticket_row=Ticket.objects.filter(claim_id=ticket.claim_id).first(),
+        status="WITHDRAWN",
+        refund_amount=1,
+        currency="NGN",
+        refund_id=uuid.uuid4(),
+    )
+    assert "refund_after_resale" in failing(paid_sale.event)
