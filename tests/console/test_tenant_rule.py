@@ -22,7 +22,7 @@ from django.db.models import Model
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from claims.models import Claim
+from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
 from console.site import LoggedActionsMixin
 from customers.models import Customer
 from events.models import Event, Organizer
@@ -89,6 +89,19 @@ def one_event(world: World, key: str) -> None:
     world.add(key, payment)
     world.add(key, refund)
     world.add(key, receipt)
+    # A ticket of the purchase, returned for resale and offered to a friend.
+    ticket = IssuedTicket.objects.create(
+        code=f"TENANT{key}0000000000"[:16], claim=claim, event=event, tier=tier,
+        customer=buyer, holder_email=buyer.email, seat=1, issued_at=timezone.now(),
+    )  # fmt: skip
+    world.add(key, TicketReturn.objects.create(
+        ticket=ticket, claim=claim, event=event, ticket_row=claim.tickets.first(),
+        refund_amount=4000, currency="NGN",
+    ))  # fmt: skip
+    world.add(key, TicketTransfer.objects.create(
+        ticket=ticket, event=event, sender=buyer, to_email="friend@example.test",
+        to_canonical="friend@example.test",
+    ))  # fmt: skip
     for row in PaymentEvent.objects.filter(payment=payment):
         world.add(key, row)
     for customer in (queued, buyer):
@@ -149,7 +162,7 @@ def expected_rows(world: World, model: type[Model], persona: str) -> set[str]:
 
 
 def test_every_registered_page_shows_each_user_exactly_their_rows(world):
-    assert len(registered()) == 22  # a new page joins this walk
+    assert len(registered()) == 24  # a new page joins this walk
     seen: dict[tuple[str, str], set[str]] = {}
     # Every sign-in first: it writes rows of its own (axes' access log).
     clients = {persona: client_of(world, persona) for persona in PERSONAS}
