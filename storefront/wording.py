@@ -34,7 +34,7 @@ TICKET_TEXT = {
     "valid": "Valid",
     "on_resale": "On resale: still yours until someone buys it",
     "used": "Used at the door",
-    "resold": "Resold: your refund is on its way",
+    "resold": "Resold: someone else bought it",
     "transferred": "Sent to someone else",
     "void": "Cancelled",
 }

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from claims.domain import ReleaseReason
@@ -123,6 +124,10 @@ def test_return_resold_refunded(api, client, gateway, shop, django_capture_on_co
     assert door(new).status == "USED"
     kinds = list(TicketEvent.objects.filter(ticket=returned).values_list("kind", flat=True))
     assert kinds == ["returned", "resold", "refund_requested"]
+    # The ticket log is append-only: Postgres itself refuses to change it.
+    for change in (lambda: TicketEvent.objects.update(kind="x"), TicketEvent.objects.all().delete):
+        with pytest.raises(DatabaseError), transaction.atomic():
+            change()
     # The ticket-holders export: each ticket's holder, code and history.
     exported = {r[3]: r for r in holder_rows(Claim.objects.filter(event=tier.event))}
     *_, code, status, history = exported[buyer.customer.email]
