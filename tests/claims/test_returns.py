@@ -149,7 +149,10 @@ def test_withdrawn_or_never_resold_nobody_refunded(
     first, second = admitted(tier.event, 2)
     seller = shop(tier, first)
     (ticket,) = seller.tickets()
+    assert reload(tier.event).status == "SOLD_OUT"
     assert return_ticket(api, seller, ticket, django_capture_on_commit_callbacks).status_code == 202
+    # Back into the line: on sale again, the queue admits for the returned ticket.
+    assert reload(tier.event).status == "ACTIVE" and counter(tier) == 1
     # A buyer holds it (not paid yet): too late to withdraw.
     with django_capture_on_commit_callbacks(execute=True):
         hold = claim_one(tier, second)
@@ -167,7 +170,7 @@ def test_withdrawn_or_never_resold_nobody_refunded(
     assert reload(ticket).status == "VALID"
     row.refresh_from_db()
     assert (row.claim_id, row.resale_from_id) == (seller.claim.pk, None)
-    assert counter(tier) == 0
+    assert counter(tier) == 0 and reload(tier.event).status == "SOLD_OUT"
     again = api.delete(f"/api/v1/tickets/{ticket.code}/return/", **bearer(seller.customer))
     assert again.status_code == 404 and again.json()["error"]["code"] == "return_not_found"
     assert not Refund.objects.exists()
