@@ -50,6 +50,12 @@ PROTECTED = [
     ("get", "/api/v1/payments/{payment_id}/"),
     ("get", "/api/v1/events/{event_id}/me/"),
     ("get", "/api/v1/me/tickets/"),
+    ("get", "/api/v1/tickets/{code}/return/"),
+    ("post", "/api/v1/tickets/{code}/return/"),
+    ("delete", "/api/v1/tickets/{code}/return/"),
+    ("post", "/api/v1/tickets/{code}/transfer/"),
+    ("post", "/api/v1/transfers/{transfer_id}/accept/"),
+    ("delete", "/api/v1/transfers/{transfer_id}/"),
 ]
 # Operations that take a JSON body.
 WITH_BODY = [
@@ -78,7 +84,12 @@ class World:
 
     def path(self, template: str) -> str:
         return template.format(
-            event_id=self.event.pk, claim_id=self.claim.pk, payment_id=self.payment.pk
+            event_id=self.event.pk,
+            claim_id=self.claim.pk,
+            payment_id=self.payment.pk,
+            # No ticket or transfer of anyone: a wrong token is refused first.
+            code="ABCD-2345-EFGH-6789",
+            transfer_id=self.payment.pk,
         )
 
 
@@ -478,9 +489,16 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
             continue  # check-in: an organizer session, tested in tests/claims/test_check_in.py
         before = snapshot()
         path = template.format(
-            event_id=unknown, claim_id=unknown, payment_id=unknown, tier_id=unknown
+            event_id=unknown,
+            claim_id=unknown,
+            payment_id=unknown,
+            tier_id=unknown,
+            code="ABCD-2345-EFGH-6789",
+            transfer_id=unknown,
         )
-        body = {}  # a valid one, so only the id is wrong
+        body: dict[str, object] = {}  # a valid one, so only the id is wrong
+        if template.endswith("/transfer/"):
+            body = {"email": "friend@example.test"}
         if template.endswith("/claims/"):
             body = {
                 "admission_token": world.admission_token,
@@ -492,4 +510,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 13  # the line state (GET queue/state/) among them
+    assert probed == 19  # the line state (GET queue/state/) among them

@@ -46,6 +46,12 @@ DOCUMENTED_ERRORS = {
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404, 429},
     ("get", "/api/v1/events/{event_id}/me/"): {401, 404, 429},
     ("get", "/api/v1/me/tickets/"): {401, 429},
+    ("get", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 429},
+    ("post", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
+    ("delete", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
+    ("post", "/api/v1/tickets/{code}/transfer/"): BODY | {401, 404, 409},
+    ("post", "/api/v1/transfers/{transfer_id}/accept/"): {401, 404, 409, 503},
+    ("delete", "/api/v1/transfers/{transfer_id}/"): {401, 404, 409},
     # Organizer session, not a customer token: its own 401 and 403.
     ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
 }
