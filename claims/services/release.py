@@ -58,7 +58,8 @@ def claim_release(
                 details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
             )
         issued_tickets_void(claim_ids=[claim.pk], reason=ReleaseReason(reason).value)
-        returns_end_for_claim(claim_id=claim.pk, reason=ReleaseReason(reason).value)
+        if claim.status == ClaimStatus.CONFIRMED:  # only a paid purchase has returns
+            returns_end_for_claim(claim_id=claim.pk, reason=ReleaseReason(reason).value)
         freed = tickets_free(claim_ids=[claim.pk])
         tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()
