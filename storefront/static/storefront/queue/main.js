@@ -6,24 +6,24 @@
    brings when the line moves near it, or which it reads itself (cacheable)
    without a socket. It asks once more for its token when the line state
    says its turn came, and once after the pre-queue draw. */
-import { api, errorText, newKey, pageConfig, session, store } from "../lib/api.js";
+import { api, errorText, newKey, pageConfig, session } from "../lib/api.js";
 import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
+import { Attention, offerNotifications } from "./attention.js";
 import { untilText, untilWords } from "./countdown.js";
-import { etaRange, etaText } from "./eta.js";
 import {
-  etaSince, mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
+  mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
 } from "./line.js";
 import { LiveLink, pollDelayMs } from "./live.js";
 import {
   PHASE_ANNOUNCEMENT, fewerLeftOffer, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
-import { aheadText, progress, startingPlace } from "./position.js";
 import { SeatStep, seatsText } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
-  setProgress, setText, showOffer, showPanel,
+  setText, showOffer, showPanel,
 } from "./view.js";
+import { WaitingPanel } from "./waiting.js";
 
 const cfg = pageConfig();
 const PUSH_GRACE_MS = 2000;
@@ -44,15 +44,15 @@ const state = {
   asked: false,       // an own question (token or number) is on its way
   askedServed: null,  // served of a WAITING answer to the token question (line.js mayAskAgain)
   relearnTimer: null, // the number is learnt again at a random moment after the draw
-  start: null,        // the starting place the progress bar counts from
   admission: null,    // {token, expiresAt (ms)}
   lapsed: false,      // a countdown reached zero; the server decides what follows
   pendingClaim: null, // {text, key}: a retry of the same request reuses its Idempotency-Key
   offer: null,        // fewer tickets left than asked for: {quantity, text, button}
-  lastAnnounced: null,
 };
 let ticker = null;
 const seats = new SeatStep(cfg);  // the seat map of a reserved tier
+const waiting = new WaitingPanel(cfg);
+const attention = new Attention();  // "Your turn!" for a customer in another tab
 
 const live = new LiveLink({
   cfg,
@@ -152,7 +152,7 @@ function onLine(line) {
 function takeNumber(q) {
   state.number = { position: q.position, served: q.served, score: q.score, epoch: q.epoch };
   state.askedServed = null;
-  trackStart(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
+  waiting.track(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
 }
 
 /* After the draw: learn the number again once, at a random moment within
@@ -205,16 +205,14 @@ function decide(me) {
   render(phase);
 }
 
-function trackStart(entryId, position) {
-  const key = "fq.start." + (entryId || EVENT);
-  state.start = startingPlace(store.get(key), position);
-  store.set(key, state.start);
-}
-
 // --- drawing ---------------------------------------------------------------------------
 
 function render(phase) {
   const changed = phase !== state.phase;
+  if (changed && state.phase === "admitted") attention.reset();
+  if (changed && phase === "admitted" && state.phase === "waiting" && state.admission) {
+    attention.call({ body: "Choose your tickets within " + clock((state.admission.expiresAt - Date.now()) / 1000) + "." });
+  }
   state.phase = phase;
   if (changed) state.lapsed = false;
   if (phase !== "waiting") {
@@ -236,35 +234,7 @@ function render(phase) {
 }
 
 function drawWaiting() {
-  const where = placeIn(state.number, state.line);
-  const position = where.place !== null ? where.place : (state.number ? state.number.position : null);
-  setText("position", typeof position === "number" ? number(position) : "–");
-  setText("ahead", aheadText(position));
-  setProgress(progress(state.start, position));
-  let eta;
-  const line = state.line;
-  if (event.status === "PAUSED") eta = "Paused: no estimate until admission resumes.";
-  else if (event.status === "SOLD_OUT") {
-    eta = "No estimate: you move forward only if tickets come back. This page checks about once a minute.";
-  } else if (where.admitted) eta = "It is your turn: getting your place…";
-  else {
-    const now = Date.now();
-    const waitBeforeStart = Math.max(0, (Date.parse(event.sale_start) - now) / 1000);
-    // The range as of the last line state, counting down since it was written.
-    const range = etaRange({
-      position, ratePerSecond: line ? line.rate_per_second : null,
-      batchSize: cfg.admission_batch_size, intervalSeconds: cfg.admission_interval_seconds,
-      waitBeforeStart,
-    });
-    eta = etaText(line && !waitBeforeStart ? etaSince(range, line, now) : range);
-  }
-  setText("eta", eta);
-  // Milestones only: a screen reader is not read every step of the line.
-  if (typeof position === "number" && position !== state.lastAnnounced
-      && (position <= 10 || position % 100 === 0 || state.lastAnnounced === null)) {
-    state.lastAnnounced = position;
-    announce("Your place in line: " + number(position) + ". " + aheadText(position));
-  }
+  waiting.draw(state.number, state.line, event, Date.now());
 }
 
 function drawAdmitted(first) {
@@ -288,7 +258,7 @@ function drawClaim() {
   const resume = el("resume-payment");
   resume.hidden = !(p && p.authorization_url);
   if (p && p.authorization_url) resume.href = p.authorization_url;
-  el("pay-button").disabled = false;
+  busy(el("pay-button"), false, p && p.status === "FAILED" ? "Try again" : "Pay");
   el("release-button").disabled = false;
 }
 
@@ -399,6 +369,7 @@ async function join() {
 }
 
 async function leave() {
+  if (!window.confirm("Leave the queue? You give up your place: joining again puts you at the back of the line.")) return;
   const button = el("leave-button");
   setError("");
   busy(button, true, "Leaving…");
@@ -406,7 +377,7 @@ async function leave() {
   busy(button, false, "Leave the queue");
   if (r.ok || r.error.code === "not_in_queue" || r.error.code === "invalid_transition") {
     await refresh();
-    if (r.ok) announce("You left the queue.");
+    if (r.ok) setNotice("You left the queue and gave up your place. Join again to get a new place at the back of the line.");
     return;
   }
   setError(errorText(r));
@@ -497,7 +468,7 @@ async function pay(attemptKey, attempt) {
     window.setTimeout(() => pay(key, attempt + 1), (r.retryAfter || 2) * 1000);
     return;
   }
-  busy(button, false, "Pay");
+  busy(button, false, state.me.payment && state.me.payment.status === "FAILED" ? "Try again" : "Pay");
   if (r.ok) { setError("The payment is still being set up. Try again in a few seconds."); return; }
   if (code === "already_paid" || code === "claim_expired" || code === "claim_not_payable"
       || code === "claim_not_found" || code === "payment_refused") {
@@ -526,6 +497,7 @@ async function release() {
 function start() {
   el("join-button").addEventListener("click", join);
   el("leave-button").addEventListener("click", leave);
+  offerNotifications(el("notify-button"), el("notify-hint"));
   el("claim-form").addEventListener("submit", submitClaim);
   el("fewer-left-button").addEventListener("click", takeOffer);
   el("claim-form").addEventListener("change", (e) => {
