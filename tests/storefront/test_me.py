@@ -195,3 +195,44 @@ def test_a_payment_on_the_refund_path_says_why_in_plain_words(api, client, paid,
 
     assert body["payment"]["status_text"].startswith(words_start)
     assert words_start in page.content.decode()
+
+
+def test_my_holds_are_the_unpaid_claims_still_running(api):
+    tier = on_sale(tickets=3)
+    other = on_sale(tickets=3)
+    customer = CustomerFactory()
+    (here,) = admit_directly(tier.event, [customer])
+    (there,) = admit_directly(other.event, [customer])
+    held = claim_create(
+        event_id=tier.event_id,
+        customer_id=customer.id,
+        admission_token=here.token,
+        tier_id=tier.id,
+        quantity=1,
+    )
+    paid = claim_create(
+        event_id=other.event_id,
+        customer_id=customer.id,
+        admission_token=there.token,
+        tier_id=other.id,
+        quantity=1,
+    )
+    claim_confirm(claim_id=paid.pk)
+
+    body = api.get("/api/v1/me/holds/", **bearer(customer)).json()
+
+    assert body == {
+        "results": [
+            {
+                "claim_id": str(held.pk),
+                "event_id": str(tier.event_id),
+                "event_name": tier.event.name,
+                "quantity": 1,
+                "expires_at": held.expires_at.isoformat(),
+                "paying": False,
+                "url": f"/events/{tier.event_id}/queue/",
+            }
+        ]
+    }
+    assert api.get("/api/v1/me/holds/", **bearer(CustomerFactory())).json() == {"results": []}
+    assert api.get("/api/v1/me/holds/").status_code == 401

@@ -6,22 +6,24 @@
    brings when the line moves near it, or which it reads itself (cacheable)
    without a socket. It asks once more for its token when the line state
    says its turn came, and once after the pre-queue draw. */
-import { api, errorText, newKey, pageConfig, session } from "../lib/api.js";
+import { api, errorText, pageConfig, session } from "../lib/api.js";
 import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
 import { Attention, offerNotifications } from "./attention.js";
+import { ChooseStep } from "./choose.js";
+import { HoldPanel } from "./hold.js";
 import { untilText, untilWords } from "./countdown.js";
 import {
   mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
 } from "./line.js";
 import { LiveLink, pollDelayMs } from "./live.js";
 import {
-  PHASE_ANNOUNCEMENT, fewerLeftOffer, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
+  PHASE_ANNOUNCEMENT, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
-import { SeatStep, seatsText } from "../seats/step.js";
+import { SeatStep } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
-  setText, showOffer, showPanel,
+  setText, showPanel,
 } from "./view.js";
 import { WaitingPanel } from "./waiting.js";
 
@@ -46,13 +48,15 @@ const state = {
   relearnTimer: null, // the number is learnt again at a random moment after the draw
   admission: null,    // {token, expiresAt (ms)}
   lapsed: false,      // a countdown reached zero; the server decides what follows
-  pendingClaim: null, // {text, key}: a retry of the same request reuses its Idempotency-Key
-  offer: null,        // fewer tickets left than asked for: {quantity, text, button}
 };
 let ticker = null;
 const seats = new SeatStep(cfg);  // the seat map of a reserved tier
 const waiting = new WaitingPanel(cfg);
 const attention = new Attention();  // "Your turn!" for a customer in another tab
+new ChooseStep(cfg, seats, {
+  admission: () => state.admission, refresh: () => refresh(), refreshEvent: () => refreshEvent(),
+});
+const hold = new HoldPanel(API, { me: () => state.me, refresh: () => refresh() });
 
 const live = new LiveLink({
   cfg,
@@ -223,7 +227,7 @@ function render(phase) {
   showPanel(phase);
   if (phase === "waiting") drawWaiting();
   if (phase === "admitted") drawAdmitted(changed);
-  if (phase === "claim" || phase === "paying") drawClaim();
+  if (phase === "claim" || phase === "paying") hold.draw();
   if (phase === "confirmed") drawConfirmed();
   if (phase === "signin") el("signin-link").href = signinHref();
   if (phase === "upcoming") el("upcoming-signin").hidden = Boolean(session.get());
@@ -244,22 +248,6 @@ function drawAdmitted(first) {
     const choice = document.querySelector("#claim-form input[name=tier_id]:checked");
     if (choice) choice.focus();
   }
-}
-
-function drawClaim() {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  setText("claim-tier", c.tier_name);
-  const seatWords = seatsText(c.seats);
-  setText("claim-quantity", String(c.quantity) + (seatWords ? " · seats " + seatWords : ""));
-  setText("claim-amount", money(c.amount, c.currency));
-  const p = state.me.payment;
-  setText("paying-status", p ? p.status_text + "." : "");
-  const resume = el("resume-payment");
-  resume.hidden = !(p && p.authorization_url);
-  if (p && p.authorization_url) resume.href = p.authorization_url;
-  busy(el("pay-button"), false, p && p.status === "FAILED" ? "Try again" : "Pay");
-  el("release-button").disabled = false;
 }
 
 function drawConfirmed() {
@@ -310,7 +298,7 @@ function tick() {
     setText("paying-countdown", clock(left));
     if (left <= 0 && !state.lapsed) {
       state.lapsed = true;
-      el("pay-button").disabled = true;
+      hold.lapse();
       window.setTimeout(refresh, 3000);  // expiry (or a payment in flight) decides
     }
   } else {
@@ -383,128 +371,12 @@ async function leave() {
   setError(errorText(r));
 }
 
-function submitClaim(e) {
-  e.preventDefault();
-  if (!state.admission) return;
-  state.offer = null;
-  showOffer(null);
-  const tier = document.querySelector("#claim-form input[name=tier_id]:checked");
-  if (!tier) { setError("Choose a ticket tier."); return; }
-  const body = seats.body({
-    admission_token: state.admission.token,
-    tier_id: tier.value,
-    quantity: parseInt(el("quantity").value, 10),
-  });
-  const text = JSON.stringify(body);
-  if (!state.pendingClaim || state.pendingClaim.text !== text) state.pendingClaim = { text, key: newKey() };
-  sendClaim(body, 0);
-}
-
-async function sendClaim(body, attempt) {
-  const button = el("claim-button");
-  setError("");
-  busy(button, true, attempt ? "Busy, trying again…" : "Holding…");
-  const r = await api("POST", API + "events/" + EVENT + "/claims/", {
-    body, idempotencyKey: state.pendingClaim.key,
-  });
-  const code = r.error && r.error.code;
-  const retryable = r.status === 503 || code === "claim_in_progress" || code === "idempotency_in_progress";
-  if (!r.ok && retryable && attempt < 3) {
-    window.setTimeout(() => sendClaim(body, attempt + 1), (r.retryAfter || 1) * 1000);
-    return;
-  }
-  busy(button, false);
-  seats.label();
-  // Only a lost answer (network, 5xx) may be replayed with the same key.
-  if (r.ok || (r.status !== 0 && r.status < 500)) state.pendingClaim = null;
-  if (r.ok || code === "already_claimed" || code === "admission_expired" || code === "admission_invalid") {
-    await refresh();
-    if (!r.ok && code !== "already_claimed") setNotice(r.error.message);
-    return;
-  }
-  if (code === "seats_unavailable") {  // said beside the map, which reloads
-    seats.conflict(r.error);
-    refreshEvent();
-    return;
-  }
-  if (code === "sold_out") {
-    setError("Those tickets just sold out. Choose another tier if one is left.");
-    refreshEvent();
-    return;
-  }
-  state.offer = code === "not_enough_tickets" ? fewerLeftOffer(r.error) : null;
-  if (state.offer) {
-    showOffer(state.offer);
-    refreshEvent();
-    return;
-  }
-  setError(errorText(r));
-}
-
-/* The customer takes the tickets that are left: the same form, that many. */
-function takeOffer() {
-  if (!state.offer) return;
-  el("quantity").value = String(state.offer.quantity);
-  el("claim-form").requestSubmit();
-}
-
-async function pay(attemptKey, attempt) {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  const button = el("pay-button");
-  // One key per click; an automatic retry of the same click reuses it. The
-  // API keeps one live payment per claim, so a second click cannot pay twice.
-  const key = attemptKey || newKey();
-  setError("");
-  busy(button, true, "Starting payment…");
-  const r = await api("POST", API + "claims/" + c.claim_id + "/payments/", { body: {}, idempotencyKey: key });
-  if (r.ok && r.data.authorization_url) {
-    button.textContent = "Opening checkout…";
-    window.location.assign(r.data.authorization_url);
-    return;
-  }
-  const code = r.error && r.error.code;
-  if (!r.ok && (r.status === 503 || code === "idempotency_in_progress") && attempt < 3) {
-    window.setTimeout(() => pay(key, attempt + 1), (r.retryAfter || 2) * 1000);
-    return;
-  }
-  busy(button, false, state.me.payment && state.me.payment.status === "FAILED" ? "Try again" : "Pay");
-  if (r.ok) { setError("The payment is still being set up. Try again in a few seconds."); return; }
-  if (code === "already_paid" || code === "claim_expired" || code === "claim_not_payable"
-      || code === "claim_not_found" || code === "payment_refused") {
-    await refresh();
-    setNotice(r.error.message);
-    return;
-  }
-  setError(errorText(r));
-}
-
-async function release() {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  if (!window.confirm("Release your tickets? They go back on sale and you lose your hold.")) return;
-  const button = el("release-button");
-  setError("");
-  busy(button, true, "Releasing…");
-  const r = await api("DELETE", API + "claims/" + c.claim_id + "/");
-  busy(button, false, "Release tickets");
-  if (r.ok || (r.error && r.error.code === "invalid_transition")) { await refresh(); return; }
-  setError(errorText(r));
-}
-
 // --- start ---------------------------------------------------------------------------------
 
 function start() {
   el("join-button").addEventListener("click", join);
   el("leave-button").addEventListener("click", leave);
   offerNotifications(el("notify-button"), el("notify-hint"));
-  el("claim-form").addEventListener("submit", submitClaim);
-  el("fewer-left-button").addEventListener("click", takeOffer);
-  el("claim-form").addEventListener("change", (e) => {
-    if (e.target.name === "tier_id") seats.chooseTier(); else seats.label();
-  });
-  el("pay-button").addEventListener("click", () => pay(null, 0));
-  el("release-button").addEventListener("click", release);
   el("check-payment").addEventListener("click", refresh);
   el("opens-at").textContent = localDateTime(opensAt(event));
   setEventStatus(event.status, saleStateAt(event, Date.now()));
