@@ -11,7 +11,7 @@ from claims.domain import ReleaseReason
 from claims.services import claim_confirm, claim_create, claim_release
 from queueing import services as queue
 from tests.support.factories import CustomerFactory, bearer
-from tests.support.sales import admit_directly, on_sale, pay
+from tests.support.sales import admit_directly, claim_one, on_sale, pay
 
 pytestmark = pytest.mark.django_db
 
@@ -203,20 +203,8 @@ def test_my_holds_are_the_unpaid_claims_still_running(api):
     customer = CustomerFactory()
     (here,) = admit_directly(tier.event, [customer])
     (there,) = admit_directly(other.event, [customer])
-    held = claim_create(
-        event_id=tier.event_id,
-        customer_id=customer.id,
-        admission_token=here.token,
-        tier_id=tier.id,
-        quantity=1,
-    )
-    paid = claim_create(
-        event_id=other.event_id,
-        customer_id=customer.id,
-        admission_token=there.token,
-        tier_id=other.id,
-        quantity=1,
-    )
+    held = claim_one(tier, here)
+    paid = claim_one(other, there)
     claim_confirm(claim_id=paid.pk)
 
     body = api.get("/api/v1/me/holds/", **bearer(customer)).json()
