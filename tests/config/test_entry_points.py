@@ -33,8 +33,10 @@ def test_management_help_works_without_database_or_redis(argv):
     assert "usage:" in result.stdout or "Available subcommands" in result.stdout
 
 
-@pytest.mark.parametrize("debug", ["false", None])
-@pytest.mark.parametrize("argv", [["help"], ["migrate", "--help"], ["bootstrap_demo", "-h"]])
+@pytest.mark.parametrize(
+    ("argv", "debug"),
+    [(["help"], None), (["migrate", "--help"], "false"), (["bootstrap_demo", "-h"], None)],
+)
 def test_management_help_works_in_production_mode_without_secrets(argv, debug):
     """No secret, no service, production mode (DJANGO_DEBUG off or unset):
     help still prints, the project's own commands included."""
