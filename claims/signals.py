@@ -6,6 +6,10 @@ from django.dispatch import Signal
 # Arguments: claim_id.
 claim_confirmed = Signal()
 
+# A paid claim was cancelled (refunded, or by staff) and its issued tickets
+# voided (sent after commit). Arguments: claim_id, reason (a ReleaseReason).
+claim_cancelled = Signal()
+
 # A returned ticket was bought by someone else and its first buyer is owed
 # its refund (sent after commit). Arguments: return_id.
 ticket_resold = Signal()

@@ -8,18 +8,39 @@ from claims.views import (
     TicketTransferView,
     TransferView,
 )
+from customers.authentication import token_signed
+from fairqueue.lanes import PURCHASE, WAITING, declare
 
 urlpatterns = [
     path(
-        "events/<uuid:event_id>/claims/", EventClaimCreateView.as_view(), name="event-claim-create"
+        "events/<uuid:event_id>/claims/",
+        declare(EventClaimCreateView.as_view(), PURCHASE, proof=token_signed),
+        name="event-claim-create",
     ),
-    path("claims/<uuid:claim_id>/", ClaimDetailView.as_view(), name="claim-detail"),
+    path(
+        "claims/<uuid:claim_id>/",
+        declare(ClaimDetailView.as_view(), PURCHASE, proof=token_signed),
+        name="claim-detail",
+    ),
     path(
         "events/<uuid:event_id>/tickets/check-in/",
         TicketCheckInView.as_view(),
         name="ticket-check-in",
     ),
-    path("tickets/<str:code>/return/", TicketReturnView.as_view(), name="ticket-return"),
-    path("tickets/<str:code>/transfer/", TicketTransferView.as_view(), name="ticket-transfer"),
-    path("transfers/<uuid:transfer_id>/", TransferView.as_view(), name="transfer-detail"),
+    # A holder's own tickets: the account's lane, like their ticket list.
+    path(
+        "tickets/<str:code>/return/",
+        declare(TicketReturnView.as_view(), WAITING, proof=token_signed),
+        name="ticket-return",
+    ),
+    path(
+        "tickets/<str:code>/transfer/",
+        declare(TicketTransferView.as_view(), WAITING, proof=token_signed),
+        name="ticket-transfer",
+    ),
+    path(
+        "transfers/<uuid:transfer_id>/",
+        declare(TransferView.as_view(), WAITING, proof=token_signed),
+        name="transfer-detail",
+    ),
 ]

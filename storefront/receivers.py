@@ -7,9 +7,14 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from claims.signals import claim_confirmed, ticket_resold, ticket_transfer_offered
+from claims.signals import claim_cancelled, claim_confirmed, ticket_resold, ticket_transfer_offered
 from fairqueue.news import enqueue
-from storefront.tasks import confirmation_email_send, resold_email_send, transfer_email_send
+from storefront.tasks import (
+    cancellation_email_send,
+    confirmation_email_send,
+    resold_email_send,
+    transfer_email_send,
+)
 
 
 @receiver(claim_confirmed, dispatch_uid="storefront.confirmation_email")
@@ -17,6 +22,13 @@ def confirmation_email_enqueue(sender: Any, claim_id: uuid.UUID, **kwargs: Any) 
     # claim_confirmed is sent after commit: the worker finds the claim and its
     # tickets. The sweep sends what was not enqueued.
     enqueue(confirmation_email_send, str(claim_id))
+
+
+@receiver(claim_cancelled, dispatch_uid="storefront.cancellation_email")
+def cancellation_email_enqueue(
+    sender: Any, claim_id: uuid.UUID, reason: str, **kwargs: Any
+) -> None:
+    enqueue(cancellation_email_send, str(claim_id), reason)
 
 
 @receiver(ticket_resold, dispatch_uid="storefront.resold_email")

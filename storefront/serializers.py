@@ -117,3 +117,17 @@ class TransferAcceptedSerializer(serializers.Serializer):
     transfer_id = serializers.UUIDField()
     status = serializers.CharField()
     ticket = IssuedTicketWithEventSerializer()
+
+
+class HoldSerializer(serializers.Serializer):
+    claim_id = serializers.UUIDField()
+    event_id = serializers.UUIDField()
+    event_name = serializers.CharField()
+    quantity = serializers.IntegerField()
+    expires_at = serializers.DateTimeField(help_text="Pay before this, or the tickets go back.")
+    paying = serializers.BooleanField(help_text="A payment is under way.")
+    url = serializers.CharField(help_text="The event's waiting room, where the hold is paid.")
+
+
+class MyHoldsSerializer(serializers.Serializer):
+    results = HoldSerializer(many=True)

@@ -1,5 +1,6 @@
-"""Writes of the storefront: the confirmation email's delivery record, and the
-notes of a resold ticket and of a ticket sent to someone."""
+"""Writes of the storefront: the confirmation email's delivery record, the
+cancellation email, and the notes of a resold ticket and of a ticket sent to
+someone."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
-from storefront.emails import confirmation_email, resold_email, transfer_email
+from storefront.emails import cancellation_email, confirmation_email, resold_email, transfer_email
 
 logger = logging.getLogger(__name__)
 
@@ -79,4 +80,19 @@ def transfer_email_deliver(*, transfer_id: uuid.UUID | str) -> str:
     if transfer is None:
         return "not_found"
     transfer_email(transfer=transfer).send(fail_silently=False)
+    return "sent"
+
+
+def cancellation_email_deliver(*, claim_id: uuid.UUID | str, reason: str) -> str:
+    """Tell the buyer their paid purchase was cancelled. Sent once per
+    cancellation (the news of it comes once: a claim leaves CONFIRMED once);
+    a send failure raises (the task retries)."""
+    claim = Claim.objects.select_related("event", "tier").filter(pk=claim_id).first()
+    if claim is None or claim.status != ClaimStatus.RELEASED:
+        return "not_cancelled"
+    message = cancellation_email(claim=claim, reason=reason)
+    if message is None:
+        return "nothing_to_send"
+    message.send(fail_silently=False)
+    logger.info("cancellation email sent claim=%s", claim.pk)
     return "sent"

@@ -9,12 +9,14 @@ from events.selectors import event_public_get
 from fairqueue.schema import error
 from storefront.customer_state import (
     customer_event_state,
+    customer_holds,
     customer_tickets,
     ticket_body,
     transfers_for_customer,
 )
 from storefront.serializers import (
     MeEventSerializer,
+    MyHoldsSerializer,
     MyTicketsSerializer,
     TransferAcceptedSerializer,
 )
@@ -80,3 +82,15 @@ class TransferAcceptView(APIView):
             "ticket": ticket_body(ticket, with_event=True),
         }
         return Response(body)
+
+
+class MyHoldsView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="me_holds",
+        summary="Tickets I hold and have not paid yet (every page's reminder bar)",
+        responses={200: MyHoldsSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"results": customer_holds(customer_id=customer_of(request).id)})

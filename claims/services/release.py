@@ -13,9 +13,11 @@ from claims.domain import ClaimStatus, ReleaseReason, release_sources
 from claims.models import Claim
 from claims.services.issuing import issued_tickets_void
 from claims.services.resold import returns_end_for_claim
+from claims.signals import claim_cancelled
 from events.services import event_mark_available
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.faults import fault_point
+from fairqueue.news import send_on_commit
 from inventory.seating.domain import SeatChange, SeatStatus
 from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, tickets_free
@@ -57,7 +59,11 @@ def claim_release(
                 f"A {claim.status} claim cannot be released.",
                 details={"from": claim.status, "to": ClaimStatus.RELEASED.value},
             )
-        issued_tickets_void(claim_ids=[claim.pk], reason=ReleaseReason(reason).value)
+        if issued_tickets_void(claim_ids=[claim.pk], reason=ReleaseReason(reason).value):
+            # A paid purchase was cancelled: the buyer hears of it.
+            send_on_commit(
+                claim_cancelled, sender=Claim, claim_id=claim.pk, reason=ReleaseReason(reason).value
+            )
         if claim.status == ClaimStatus.CONFIRMED:  # only a paid purchase has returns
             returns_end_for_claim(claim_id=claim.pk, reason=ReleaseReason(reason).value)
         freed = tickets_free(claim_ids=[claim.pk])

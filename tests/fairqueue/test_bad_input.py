@@ -50,6 +50,7 @@ PROTECTED = [
     ("get", "/api/v1/payments/{payment_id}/"),
     ("get", "/api/v1/events/{event_id}/me/"),
     ("get", "/api/v1/me/tickets/"),
+    ("get", "/api/v1/me/holds/"),
     ("get", "/api/v1/tickets/{code}/return/"),
     ("post", "/api/v1/tickets/{code}/return/"),
     ("delete", "/api/v1/tickets/{code}/return/"),

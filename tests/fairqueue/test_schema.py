@@ -46,6 +46,7 @@ DOCUMENTED_ERRORS = {
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404, 429},
     ("get", "/api/v1/events/{event_id}/me/"): {401, 404, 429},
     ("get", "/api/v1/me/tickets/"): {401, 429},
+    ("get", "/api/v1/me/holds/"): {401, 429},
     ("get", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 429},
     ("post", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
     ("delete", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
