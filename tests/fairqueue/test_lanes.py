@@ -49,6 +49,14 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "me-holds": ({}, {"GET": WAITING}),
     "logout": ({}, {"POST": WAITING}),
     "me-tickets": ({}, {"GET": WAITING}),
+    # A holder's own tickets: returns and transfers, in the account's lane.
+    "ticket-return": (
+        {"code": "FQ-ABC"},
+        {"GET": WAITING, "POST": WAITING, "DELETE": WAITING},
+    ),
+    "ticket-transfer": ({"code": "FQ-ABC"}, {"POST": WAITING}),
+    "transfer-detail": ({"transfer_id": C}, {"DELETE": WAITING}),
+    "transfer-accept": ({"transfer_id": C}, {"POST": WAITING}),
     "tier-seat-map": ({"event_id": E, "tier_id": T}, {"GET": WAITING}),
     # arrival: joining, signing in, pages, the door, health and metrics
     "queue-state": ({"event_id": E}, {"GET": ARRIVAL}),
