@@ -92,6 +92,7 @@ class Sale:
         sandbox: Api,
         ws_session: aiohttp.ClientSession,
         rec: Recorder,
+        edge: Api | None = None,
     ) -> None:
         self.cfg = cfg
         # One pool of connections per kind of request, as a real server's
@@ -108,7 +109,8 @@ class Sale:
         self.ws_open = 0
         self.ws_messages: Counter = Counter()
         self.edge: tuple[float, Any] | None = None  # (fetched at, monotonic; the state)
-        self.edge_lock = asyncio.Lock()
+        self.edge_read: asyncio.Task | None = None
+        self.edge_api = edge or watch
         self.state_reads = 0  # the pages' reads of the line state
         self.push_latency_wall: list[tuple[str, float]] = []  # (queue entry id, receipt wall time)
         self.poll_latency_wall: list[
@@ -190,20 +192,30 @@ class Sale:
 
     async def _read_state(self) -> dict[str, Any] | None:
         """The public line state (no sign-in). With ``edge_cache``, as nginx's
-        micro-cache or a CDN serves it: reads within its max-age (1 s) share
-        one origin read, one origin read at a time."""
+        micro-cache in front of the origin serves it (``proxy_cache_lock``,
+        ``proxy_cache_use_stale updating``): a copy younger than its max-age
+        (1 s) is answered as it is; an older one starts one origin read and is
+        answered meanwhile; only the very first read waits for the origin.
+        The origin reads have connections of their own (``edge``), as nginx's."""
         self.state_reads += 1
-        url = f"/api/v1/events/{self.cfg.event_id}/queue/state/"
         if not self.cfg.edge_cache:
-            status, body = await self.watch.call("line_state", "GET", url)
-            return body if status == 200 and isinstance(body, dict) else None
-        async with self.edge_lock:
-            if self.edge is None or time.monotonic() - self.edge[0] >= 1.0:
-                status, body = await self.watch.call("line_state", "GET", url)
-                if status != 200 or not isinstance(body, dict):
-                    return None
-                self.edge = (time.monotonic(), body)
+            return await self._origin_state(self.watch)
+        if self.edge is not None and time.monotonic() - self.edge[0] < 1.0:
             return self.edge[1]
+        if self.edge_read is None or self.edge_read.done():
+            self.edge_read = asyncio.create_task(self._origin_state(self.edge_api))
+        if self.edge is not None:
+            return self.edge[1]
+        return await asyncio.shield(self.edge_read)
+
+    async def _origin_state(self, api: Api) -> dict[str, Any] | None:
+        url = f"/api/v1/events/{self.cfg.event_id}/queue/state/"
+        status, body = await api.call("line_state", "GET", url)
+        if status != 200 or not isinstance(body, dict):
+            return None
+        if api is self.edge_api:
+            self.edge = (time.monotonic(), body)
+        return body
 
     async def _ask(self, c: Customer) -> None:
         """One question about this customer: over the socket when it is open

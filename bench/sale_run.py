@@ -255,7 +255,7 @@ async def run_sale(
         seed=args.seed,
     )
     connector = aiohttp.TCPConnector(
-        limit=args.concurrency + args.poll_concurrency + 2 * args.purchase_concurrency,
+        limit=args.concurrency + args.poll_concurrency + 2 * args.purchase_concurrency + 2,
         ttl_dns_cache=None,
     )
     ws_connector = aiohttp.TCPConnector(limit=0)
@@ -275,7 +275,8 @@ async def run_sale(
             concurrency=args.purchase_concurrency,
             headers={"X-Sandbox-Token": sandbox_token},
         )
-        sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec)
+        edge = Api(session, urls["http"], rec, concurrency=2)  # the cache's origin reads
+        sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec, edge)
         monitor = Monitor(mon_conn, event["event_id"], inventory, rec, stack)
         if args.prequeue_seconds > 0:
             # The pre-queue is open; the sale opens this long after the first
