@@ -19,9 +19,10 @@ is what the rules themselves cost:
   random moment within ``relearn_within_seconds``, and a SOLD_OUT state is
   read again only about once a minute;
 - having learnt, a customer claims at once and then behaves as drawn: pays
-  (sold), declines (the tickets are free again at once), lets the claim
-  lapse or abandons the payment (free again at the first expiry sweep after
-  the claim's TTL, sweeps every ``expiry_interval`` from the start), lets
+  (sold), declines, lets the claim lapse or abandons the payment (a declined
+  payment keeps the claim, so the tickets are free again at the first expiry
+  sweep after the claim's TTL, sweeps every ``expiry_interval`` from the
+  start), lets
   the admission lapse (its slot is held until the window ends), or leaves
   the queue 1 to 20 s after joining.
 
@@ -40,8 +41,8 @@ from typing import Any
 
 from bench import page
 
-PAY, DECLINE, LAPSE, LEAVE = "pay", "decline", "lapse_admission", "abandon_queue"
-HOLD_UNTIL_TTL = ("expire_claim", "abandon_payment")
+PAY, LAPSE, LEAVE = "pay", "lapse_admission", "abandon_queue"
+HOLD_UNTIL_TTL = ("expire_claim", "abandon_payment", "decline")
 RATE_WINDOW_SECONDS = 60.0  # queueing/services/admission.py
 
 
@@ -290,9 +291,7 @@ class _Replay:
         behaviour = self.people[i].behaviour
         del self.admitted_at[i]
         self.free -= 1
-        if behaviour == DECLINE:
-            self.free += 1
-        elif behaviour in HOLD_UNTIL_TTL:
+        if behaviour in HOLD_UNTIL_TTL:
             sweep = self.r.expiry_interval
             due = t + self.r.claim_ttl - self.r.sale_start
             self.at(self.r.sale_start + math.ceil(due / sweep) * sweep, "release", i)
