@@ -36,6 +36,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "readyz": ({}, {"GET": PURCHASE}),
     "metrics": ({}, {"GET": PURCHASE}),
     "check-in-page": ({"event_id": E}, {"GET": PURCHASE}),
+    "check-in-count": ({"event_id": E}, {"GET": PURCHASE}),
     "my-tickets-page": ({}, {"GET": PURCHASE}),
     "ticket-page": ({"code": "FQ-ABC"}, {"GET": PURCHASE}),
     "ticket-qr": ({"code": "FQ-ABC"}, {"GET": PURCHASE}),
