@@ -163,7 +163,7 @@ def test_the_door_checks_a_ticket_in_through_the_camera(live_server, tmp_path):
         wait_for(
             driver, lambda d: text_of(d, "checkin-verdict") == "Welcome in", 30, "the scan"
         )
-        assert text_of(driver, "door-count") == "1 of 2 in"
+        wait_for(driver, lambda d: text_of(d, "door-count") == "1 of 2 in", what="the count")
         assert IssuedTicket.objects.get(pk=first.pk).status == "USED"
         shot(driver, "door-camera")
         assert csp_violations(driver) == []
