@@ -2,7 +2,8 @@
 charts drawn and redrawn as the sale goes on, only the lines with data, no
 link the organizer may not follow) and an order a person can read; and the
 door checking a ticket in through the phone's camera (a fake camera showing
-the ticket's QR code) with its running count. Screenshots: docs/img/."""
+the ticket's QR code) with its running count; staff warned before refunding
+a ticket that came in. Screenshots: docs/img/."""
 
 from __future__ import annotations
 
@@ -12,24 +13,26 @@ from pathlib import Path
 import pytest
 import segno
 from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+from django.test import Client
 from django.utils import timezone
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 from claims.domain import ticket_code_display
 from claims.models import Claim, IssuedTicket
-from claims.services import issued_tickets_issue
+from claims.services import issued_ticket_check_in, issued_tickets_issue
 from payments.models import Payment
 from queueing.models import QueueEntry
 from tests.browser.conftest import sale
 from tests.support.browser import chromium, csp_violations, shot, text_of, wait_for
-from tests.support.factories import CustomerFactory
+from tests.support.factories import CustomerFactory, UserFactory
 from tests.support.sales import hold_tickets, organizer_login, pay
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def signed_in(driver, base_url: str, client) -> None:
-    """The organizer's admin session in the browser."""
+    """The admin session of ``client``'s user in the browser."""
     driver.get(base_url + "/static/favicon.svg")
     session = client.cookies["sessionid"].value
     driver.add_cookie({"name": "sessionid", "value": session, "path": "/"})
@@ -119,6 +122,23 @@ def test_the_live_dashboard_draws_the_sale_and_an_order_reads_like_one(desktop, 
     codes = [a.text for a in driver.find_elements(By.CSS_SELECTOR, ".fq-order-tickets a")]
     assert codes == [ticket_code_display(t.code) for t in tickets]
     shot(driver, "console-order")
+
+    # Staff refunding it after one ticket came in at the door: warned first.
+    payment = pay(claim, status="CONFIRMED")
+    issued_ticket_check_in(event_id=event.id, code=tickets[0].code, actor="staff:door1")
+    staff = Client()
+    staff.force_login(UserFactory(password=None, is_superuser=True, is_staff=True))
+    signed_in(driver, live_server.url, staff)
+    driver.get(f"{live_server.url}/admin/payments/payment/?q={payment.reference}")
+    selected = f'input[name="_selected_action"][value="{payment.pk}"]'
+    driver.find_element(By.CSS_SELECTOR, selected).click()
+    Select(driver.find_element(By.NAME, "action")).select_by_value("refund")
+    driver.find_element(By.NAME, "index").click()
+    warning = wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".fq-refund-warning"))
+    assert "Already at the door: 1 ticket below was checked in." in warning.text
+    assert ticket_code_display(tickets[0].code) in warning.text
+    shot(driver, "console-refund-checked-in")
+    assert Claim.objects.get(pk=claim.pk).status == "CONFIRMED"  # nothing refunded yet
 
 
 def y4m_of(text: str, path: Path, size: int = 480) -> Path:
