@@ -60,7 +60,8 @@ _PURCHASE_PATHS = re.compile(
     r")"
 )
 _QUEUE = re.compile(rf"^/api/v1/events/{_UUID}/(?:queue/(.*)|me/)$")
-_ACCOUNT = re.compile(r"^/api/v1/auth/(?:me|logout)/$")
+# The account's own reads (who am I, the held-tickets bar every page shows).
+_ACCOUNT = re.compile(r"^/api/v1/(?:auth/(?:me|logout)|me/holds)/$")
 
 WAIT_SECONDS = Histogram(
     "fairqueue_web_lane_wait_seconds",

@@ -27,7 +27,7 @@ from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
 from storefront.ticket_pages import my_tickets_page, ticket_page, ticket_qr_svg
 from storefront.waiting_room import waiting_room_page
-from storefront.wording import PAYMENT_TEXT, words
+from storefront.wording import payment_words
 
 
 def event_list_page(request: HttpRequest) -> HttpResponse:
@@ -94,7 +94,7 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
         {
             "payment": payment,
             "pending": payment is not None and payment.status in LIVE_STATUSES,
-            "status_text": words(PAYMENT_TEXT, payment.status) if payment else "",
+            "status_text": payment_words(payment) if payment else "",
         },
         status=200 if payment is not None else 404,
     )

@@ -48,6 +48,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "queue-ws-ticket": ({"event_id": E}, {"POST": WAITING}),
     "me-event": ({"event_id": E}, {"GET": WAITING}),
     "me": ({}, {"GET": WAITING}),
+    "me-holds": ({}, {"GET": WAITING}),
     "logout": ({}, {"POST": WAITING}),
     # arrival: joining, signing in, browsing
     "otp-request": ({}, {"POST": ARRIVAL}),
