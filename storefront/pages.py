@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -71,10 +72,12 @@ def signin_page(request: HttpRequest) -> HttpResponse:
         next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ) or not next_url.startswith("/"):
         next_url = "/"
+    # Development's console backend prints the code where the server runs.
+    in_terminal = settings.EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"
     return render(
         request,
         "account/signin.html",
-        {"config": {"api": "/api/v1/", "next": next_url}},
+        {"config": {"api": "/api/v1/", "next": next_url}, "codes_in_terminal": in_terminal},
     )
 
 
