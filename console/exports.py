@@ -1,5 +1,7 @@
 """CSV exports of orders and ticket holders, streamed row by row (an event
-can sell tens of thousands), amounts in the currency's major unit."""
+can sell tens of thousands), amounts in the currency's major unit, tickets
+by the code printed on them. A cell a spreadsheet would run as a formula is
+written with a leading apostrophe."""
 
 from __future__ import annotations
 
@@ -9,16 +11,18 @@ from collections.abc import Iterable, Iterator
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
-from claims.domain import ClaimStatus
-from claims.models import Claim
+from claims.domain import ClaimStatus, ticket_code_display
+from claims.models import Claim, IssuedTicket
 from fairqueue.money import money_major
-from inventory.models import Ticket
 
 ORDER_COLUMNS = [
     "order", "created_at", "status", "event", "tier", "quantity", "amount", "currency",
     "buyer_email", "payment_reference", "paid_at", "released_at", "release_reason",
 ]  # fmt: skip
-HOLDER_COLUMNS = ["ticket", "event", "tier", "holder_email", "order", "paid_at"]
+HOLDER_COLUMNS = [
+    "ticket", "event", "tier", "seat", "holder_email", "order", "paid_at", "status",
+    "checked_in_at", "checked_in_by",
+]  # fmt: skip
 
 # A cell a spreadsheet would run as a formula (an email may start with "=").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -76,22 +80,27 @@ def order_rows(orders: QuerySet[Claim]) -> Iterator[list]:
 
 
 def holder_rows(orders: QuerySet[Claim]) -> Iterator[list]:
-    """One row per ticket of a paid order: who holds it."""
+    """One row per ticket issued for a paid order: its printed code, who
+    holds it, its seat (reserved tiers: the label; else "n of quantity") and
+    whether it was checked in at the door."""
     tickets = (
-        Ticket.objects.filter(claim__in=orders.filter(status=ClaimStatus.CONFIRMED))
-        .select_related("tier__event", "claim__customer")
-        .order_by("tier__event__name", "tier__name", "claim__confirmed_at", "id")
+        IssuedTicket.objects.filter(claim__in=orders.filter(status=ClaimStatus.CONFIRMED))
+        .select_related("event", "tier", "claim")
+        .order_by("event__name", "tier__name", "claim__confirmed_at", "claim_id", "seat")
     )
     for ticket in tickets.iterator(chunk_size=2000):
         claim = ticket.claim
-        assert claim is not None  # only tickets of confirmed orders
         yield [
-            ticket.pk,
-            ticket.tier.event.name,
+            ticket_code_display(ticket.code),
+            ticket.event.name,
             ticket.tier.name,
-            claim.customer.email,
+            ticket.seat_label or f"{ticket.seat} of {claim.quantity}",
+            ticket.holder_email,
             ticket.claim_id,
             claim.confirmed_at.isoformat() if claim.confirmed_at else "",
+            ticket.status,
+            ticket.checked_in_at.isoformat() if ticket.checked_in_at else "",
+            ticket.checked_in_by.removeprefix("staff:"),
         ]
 
 
