@@ -1,30 +1,27 @@
 """CSV exports of orders and ticket holders, streamed row by row (an event
-can sell tens of thousands), amounts in the currency's major unit."""
+can sell tens of thousands), amounts in the currency's major unit, tickets
+by the code printed on them. A cell a spreadsheet would run as a formula is
+written with a leading apostrophe."""
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Iterator
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
-from claims.domain import (
-    ClaimStatus,
-    IssuedTicketStatus,
-    ticket_code_display,
-    ticket_public_status,
-)
+from claims.domain import ClaimStatus, ticket_code_display
 from claims.models import Claim, IssuedTicket, TicketEvent
 from fairqueue.money import money_major
-from inventory.models import Ticket
 
 ORDER_COLUMNS = [
     "order", "created_at", "status", "event", "tier", "quantity", "amount", "currency",
     "buyer_email", "payment_reference", "paid_at", "released_at", "release_reason",
 ]  # fmt: skip
 HOLDER_COLUMNS = [
-    "ticket", "event", "tier", "holder_email", "order", "paid_at", "code", "status", "history",
+    "ticket", "event", "tier", "seat", "holder_email", "order", "paid_at", "status",
+    "checked_in_at", "checked_in_by", "history",
 ]  # fmt: skip
 
 # A cell a spreadsheet would run as a formula (an email may start with "=").
@@ -83,54 +80,31 @@ def order_rows(orders: QuerySet[Claim]) -> Iterator[list]:
 
 
 def holder_rows(orders: QuerySet[Claim]) -> Iterator[list]:
-    """One row per ticket of a paid order: who holds it (a ticket returned
-    for resale is still its holder's until someone else has paid for it),
-    its code and status, and its history (returned, resold, sent, ... and
-    the steps of the tickets it replaced), oldest first."""
-    paid = orders.filter(status=ClaimStatus.CONFIRMED)
+    """One row per ticket issued for a paid order: its printed code, who
+    holds it, its seat (reserved tiers: the label; else "n of quantity") and
+    whether it was checked in at the door; and its history (returned,
+    resold, sent, accepted, ... with the steps of the tickets it replaced),
+    oldest first: a resold or transferred ticket stays listed, VOID."""
     tickets = (
-        Ticket.objects.filter(Q(claim__in=paid, resale_from__isnull=True) | Q(resale_from__in=paid))
-        .select_related("tier__event", "claim__customer", "resale_from__customer")
-        .order_by("tier__event__name", "tier__name", "claim__confirmed_at", "id")
+        IssuedTicket.objects.filter(claim__in=orders.filter(status=ClaimStatus.CONFIRMED))
+        .select_related("event", "tier", "claim")
+        .order_by("event__name", "tier__name", "claim__confirmed_at", "claim_id", "seat")
     )
-    issued = _IssuedByRow()
     for ticket in tickets.iterator(chunk_size=2000):
-        claim = ticket.resale_from or ticket.claim
-        assert claim is not None  # only tickets of confirmed orders
-        code = issued.of(claim, ticket)
+        claim = ticket.claim
         yield [
-            ticket.pk,
-            ticket.tier.event.name,
+            ticket_code_display(ticket.code),
+            ticket.event.name,
             ticket.tier.name,
-            claim.customer.email,
-            claim.pk,
+            ticket.seat_label or f"{ticket.seat} of {claim.quantity}",
+            ticket.holder_email,
+            ticket.claim_id,
             claim.confirmed_at.isoformat() if claim.confirmed_at else "",
-            ticket_code_display(code.code) if code else "",
-            ticket_public_status(code.status, code.void_reason) if code else "",
-            _history(code) if code else "",
+            ticket.status,
+            ticket.checked_in_at.isoformat() if ticket.checked_in_at else "",
+            ticket.checked_in_by.removeprefix("staff:"),
+            _history(ticket),
         ]
-
-
-class _IssuedByRow:
-    """The issued ticket that stands for a ticket row: the same seat on a
-    reserved tier, else the purchase's live tickets in seat order."""
-
-    def __init__(self) -> None:
-        self._left: dict[object, list[IssuedTicket]] = {}
-
-    def of(self, claim: Claim, row: Ticket) -> IssuedTicket | None:
-        if claim.pk not in self._left:
-            self._left[claim.pk] = list(
-                IssuedTicket.objects.filter(claim_id=claim.pk)
-                .exclude(status=IssuedTicketStatus.VOID)
-                .order_by("seat")
-            )
-        left = self._left[claim.pk]
-        for ticket in left:
-            if not row.label or ticket.seat_label == row.label:
-                left.remove(ticket)
-                return ticket
-        return None
 
 
 def _history(ticket: IssuedTicket) -> str:

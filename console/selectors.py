@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, DateTimeField, F, Func, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
-from claims.domain import HOLDING_STATUSES, ClaimStatus
-from claims.models import Claim
+from claims.domain import HOLDING_STATUSES, ClaimStatus, IssuedTicketStatus
+from claims.models import Claim, IssuedTicket
 from claims.selectors import tier_ticket_counts
 from events.domain import LIVE_STATUSES, EventStatus
 from events.models import Event
@@ -227,3 +227,115 @@ def event_numbers(event: Event, now: datetime | None = None) -> EventNumbers:
         tiers=tiers,
         attention=payments_attention([event.pk])[event.pk],
     )
+
+
+# The dashboard's charts: at most this many points along the sale, each a
+# step from this list wide (the first that fits).
+SERIES_POINTS = 120
+SERIES_STEPS = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
+
+
+@dataclass(frozen=True)
+class SaleSeries:
+    """The sale over time, one point per step from ``start``: tickets sold
+    so far, people in the waiting line, admissions per minute."""
+
+    start: datetime
+    step: int  # seconds
+    sold: list[int]
+    waiting: list[int]
+    admitted_per_minute: list[float]
+
+    @property
+    def times(self) -> list[datetime]:
+        return [self.start + timedelta(seconds=self.step * i) for i in range(len(self.sold))]
+
+
+def _per_step(
+    rows: QuerySet, moment: str, start: datetime, step: int, points: int, value: Any = None
+) -> list[int]:
+    """How many rows (or the sum of ``value``) fall in each step by their
+    ``moment``; rows before ``start`` count in the first step."""
+    counts = [0] * points
+    binned = (
+        rows.filter(**{f"{moment}__isnull": False})
+        .annotate(
+            at=Func(
+                Value(timedelta(seconds=step)),
+                F(moment),
+                Value(start),
+                function="date_bin",
+                output_field=DateTimeField(),
+            )
+        )
+        .values("at")
+        .annotate(n=value if value is not None else Count("pk"))
+        .order_by()
+    )
+    for row in binned:
+        i = int((row["at"] - start).total_seconds() // step)
+        counts[min(max(i, 0), points - 1)] += int(row["n"] or 0)
+    return counts
+
+
+def _running(counts: list[int]) -> list[int]:
+    total, out = 0, []
+    for n in counts:
+        total += n
+        out.append(total)
+    return out
+
+
+def _rate_per_minute(running: list[int], step: int) -> list[float]:
+    """Per minute, over the minute (at least one step) up to each point: as
+    the dashboard's "admission rate" card, and smooth whatever the step."""
+    k = max(1, -(-int(ADMISSION_RATE_WINDOW.total_seconds()) // step))
+    return [
+        round((n - (running[i - k] if i >= k else 0)) * 60 / (k * step), 1)
+        for i, n in enumerate(running)
+    ]
+
+
+def sale_series(event: Event, now: datetime | None = None) -> SaleSeries | None:
+    """The sale from its opening (the pre-queue's, if earlier) to now or
+    its end; None before it opens."""
+    now = now or timezone.now()
+    start = min(filter(None, (event.sale_start, event.prequeue_opens_at)))
+    end = min(now, event.sale_end) if event.sale_end else now
+    if end <= start:
+        return None
+    span = (end - start).total_seconds()
+    step = next((s for s in SERIES_STEPS if span / s <= SERIES_POINTS), SERIES_STEPS[-1])
+    points = int(span // step) + 1
+    entries = QueueEntry.objects.filter(event_id=event.pk)
+    joined = _per_step(entries, "joined_at", start, step, points)
+    admitted = _per_step(entries, "admitted_at", start, step, points)
+    # Left the line without being admitted (gave up, or the sale ended).
+    gave_up = _per_step(
+        entries.filter(admitted_at__isnull=True), "finished_at", start, step, points
+    )
+    sold = _per_step(
+        Claim.objects.filter(event_id=event.pk, status=ClaimStatus.CONFIRMED),
+        "confirmed_at", start, step, points, value=Sum("quantity"),
+    )  # fmt: skip
+    waiting = [
+        max(0, j - a - g)
+        for j, a, g in zip(_running(joined), _running(admitted), _running(gave_up), strict=True)
+    ]
+    return SaleSeries(
+        start=start,
+        step=step,
+        sold=_running(sold),
+        waiting=waiting,
+        admitted_per_minute=_rate_per_minute(_running(admitted), step),
+    )
+
+
+def door_counts(*, event_id: uuid.UUID) -> dict[str, int]:
+    """The door's running count: tickets checked in ("in") of the tickets
+    that may come in (issued and not void: "of")."""
+    counts = IssuedTicket.objects.filter(event_id=event_id).aggregate(
+        checked_in=Count("pk", filter=Q(status=IssuedTicketStatus.USED)),
+        valid=Count("pk", filter=Q(status=IssuedTicketStatus.VALID)),
+    )
+    return {"in": counts["checked_in"], "of": counts["checked_in"] + counts["valid"]}

@@ -77,6 +77,10 @@ class LoggedActionsMixin:
 
 
 class AdminSite(admin.AdminSite):
+    site_header = "FairQueue"
+    site_title = "FairQueue"
+    index_title = "Events, orders and payments"
+
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
         admin_class = admin_class or admin.ModelAdmin
         if not issubclass(admin_class, LoggedActionsMixin):

@@ -26,7 +26,7 @@ from fairqueue.money import money_format
 from payments.domain import LIVE_STATUSES
 from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
-from storefront.ticket_pages import check_in_page, my_tickets_page, ticket_page, ticket_qr_svg
+from storefront.ticket_pages import my_tickets_page, ticket_page, ticket_qr_svg
 from storefront.waiting_room import waiting_room_page
 from storefront.wording import payment_words
 
@@ -107,7 +107,6 @@ urlpatterns = [
     path("", event_list_page, name="event-list-page"),
     path("events/<uuid:event_id>/", event_page, name="event-page"),
     path("events/<uuid:event_id>/queue/", waiting_room_page, name="waiting-room-page"),
-    path("events/<uuid:event_id>/check-in/", check_in_page, name="check-in-page"),
     path("tickets/", my_tickets_page, name="my-tickets-page"),
     path("tickets/<str:code>/", ticket_page, name="ticket-page"),
     path("tickets/<str:code>/qr.svg", ticket_qr_svg, name="ticket-qr"),

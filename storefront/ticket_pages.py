@@ -1,5 +1,5 @@
-"""Ticket pages: one ticket with its QR code (printable), the customer's
-tickets, and the door's check-in page for organizers.
+"""Ticket pages: one ticket with its QR code (printable) and the customer's
+tickets (the door's check-in page is the organizer's: console/door.py).
 
 A ticket's page is found by its code alone, like the payment page by its
 reference: the code is unguessable (80 random bits) and it is the ticket, so
@@ -7,15 +7,11 @@ the page shows nothing its holder does not already hold."""
 
 from __future__ import annotations
 
-from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import get_token
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from claims.domain import ticket_code_display, ticket_public_status
-from events.authentication import runs_event
-from events.models import Event
 from storefront.qr import qr_svg, qr_svg_document
 from storefront.sale import not_found_page
 from storefront.selectors import issued_ticket_by_code
@@ -50,15 +46,3 @@ def my_tickets_page(request: HttpRequest) -> HttpResponse:
     """A shell: storefront/static/storefront/tickets.js fills it from
     ``GET me/tickets/`` with the customer token."""
     return render(request, "tickets/mine.html", {"config": {"api": "/api/v1/"}})
-
-
-def check_in_page(request: HttpRequest, event_id: str) -> HttpResponse:
-    """The door: for members of the event's organizer, signed in to the
-    admin. The page posts codes to the check-in API with this session."""
-    if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
-    event = Event.objects.filter(pk=event_id).first()
-    if event is None or not runs_event(request, event.pk):
-        return not_found_page(request, "There is no such event among the events you run.")
-    config = {"api": "/api/v1/", "event_id": str(event.pk), "csrf_token": get_token(request)}
-    return render(request, "tickets/check_in.html", {"event": event, "config": config})

@@ -1,8 +1,9 @@
 """The live dashboard of one event (admin/events/event/<id>/dashboard/): who
 waits, who is admitted, how fast admission and sales go and when the tickets
 will run out at that pace, sold and revenue per tier, and the payments staff
-must look at. The page reloads its numbers every few seconds from the JSON
-view beside it."""
+must look at; charts of the sale so far (tickets sold with the sell-out
+projection, the waiting line, admissions per minute). The page reloads its
+numbers and charts every few seconds from the JSON view beside it."""
 
 from __future__ import annotations
 
@@ -15,9 +16,17 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from console.selectors import EventNumbers, attention_reasons, event_numbers
+from console.selectors import (
+    EventNumbers,
+    SaleSeries,
+    attention_reasons,
+    event_numbers,
+    sale_series,
+)
+from events.authentication import runs_event
 from events.models import Event
 from fairqueue.money import money_format
+from payments.models import Payment
 
 REFRESH_SECONDS = 5
 
@@ -41,6 +50,48 @@ def payments_url(attention: str) -> str:
     """The staff payments list, filtered to what needs attention (scoped to
     the user's organizers there; it has no per-event filter)."""
     return reverse("admin:payments_payment_changelist") + f"?attention={attention}"
+
+
+def may_open(model_admin: admin.ModelAdmin, request: HttpRequest, model: type) -> bool:
+    """May the user open ``model``'s admin list (its model permission and
+    the tenant rule): a link they could not follow is not shown."""
+    page = model_admin.admin_site._registry.get(model)
+    return page is not None and bool(page.has_view_permission(request))
+
+
+def _epoch(moment: datetime) -> float:
+    return round(moment.timestamp(), 3)
+
+
+def series_json(numbers: EventNumbers, series: SaleSeries | None) -> dict[str, Any]:
+    """The charts' data: times as Unix seconds, the sold tickets' projection
+    from now to the sell-out at the last 5 minutes' pace (none when not
+    selling)."""
+    totals = numbers.totals
+    if series is None:
+        return {"t": [], "sold": [], "waiting": [], "admitted_per_minute": [], "projection": []}
+    projection: list[list[float]] = []
+    if numbers.eta_seconds is not None:
+        now = numbers.read_at.timestamp()
+        projection = [
+            [round(now, 3), totals["sold"]],
+            [round(now + numbers.eta_seconds, 3), totals["inventory"]],
+        ]
+    return {
+        "t": [_epoch(t) for t in series.times],
+        "sold": series.sold,
+        "waiting": series.waiting,
+        "admitted_per_minute": series.admitted_per_minute,
+        "inventory": totals["inventory"],
+        "projection": projection,
+    }
+
+
+def dashboard_figures(event: Event) -> tuple[EventNumbers, dict[str, Any]]:
+    numbers = event_numbers(event)
+    figures = numbers_json(numbers)
+    figures["series"] = series_json(numbers, sale_series(event, numbers.read_at))
+    return numbers, figures
 
 
 def numbers_json(numbers: EventNumbers) -> dict[str, Any]:
@@ -79,8 +130,8 @@ def numbers_json(numbers: EventNumbers) -> dict[str, Any]:
 def dashboard_view(
     model_admin: admin.ModelAdmin, request: HttpRequest, event: Event
 ) -> HttpResponse:
-    numbers = event_numbers(event)
-    figures = numbers_json(numbers)
+    numbers, figures = dashboard_figures(event)
+    payments_open = may_open(model_admin, request, Payment)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -103,19 +154,24 @@ def dashboard_view(
                 "key": f"attention_{reason}",
                 "count": figures[f"attention_{reason}"],
                 "label": label,
-                "url": payments_url(reason),
+                "url": payments_url(reason) if payments_open else "",
             }
             for reason, label in attention_reasons().items()
         ],
+        "attention_any": any(numbers.attention.values()),
         "refresh_seconds": REFRESH_SECONDS,
         "data_url": reverse("admin:events_event_dashboard_data", args=[event.pk]),
         "orders_url": reverse("admin:console_order_changelist") + f"?event__id__exact={event.pk}",
         "orders_csv_url": reverse("admin:events_event_orders_csv", args=[event.pk]),
         "holders_csv_url": reverse("admin:events_event_holders_csv", args=[event.pk]),
         "change_url": reverse("admin:events_event_change", args=[event.pk]),
+        # The door is the organizer's (after the sale too); platform staff do not run it.
+        "door_url": reverse("check-in-page", args=[event.pk])
+        if runs_event(request, event.pk)
+        else "",
     }
     return TemplateResponse(request, "console/dashboard.html", context)
 
 
 def dashboard_data_view(request: HttpRequest, event: Event) -> JsonResponse:
-    return JsonResponse(numbers_json(event_numbers(event)))
+    return JsonResponse(dashboard_figures(event)[1])

@@ -30,6 +30,7 @@ from console.admin.seating import seat_map_urls
 from console.admin.tiers import TicketTierInline
 from console.exports import holders_csv, orders_csv
 from console.models import Order
+from events.authentication import runs_event
 from events.domain import EventStatus
 from events.models import Event, Organizer, TicketTier
 from events.services import (
@@ -222,6 +223,16 @@ class EventAdmin(admin.ModelAdmin):
         form_url: str = "",
         extra_context: dict | None = None,
     ) -> HttpResponse:
+        event = self.get_object(request, object_id) if object_id else None
+        if event is not None and self.has_view_permission(request, event):
+            extra_context = {
+                **(extra_context or {}),
+                "dashboard_url": reverse("admin:events_event_dashboard", args=[event.pk]),
+                # The door is its organizer's (after the sale too), not platform staff's.
+                "door_url": reverse("check-in-page", args=[event.pk])
+                if runs_event(request, event.pk)
+                else "",
+            }
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except AppError as exc:

@@ -6,27 +6,26 @@ releasing an order is its organizer's (or a superuser's) to do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.http import HttpRequest, StreamingHttpResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
-from claims.domain import ClaimStatus
+from claims.domain import ClaimStatus, ticket_code_display
+from claims.models import IssuedTicket
+from console.admin.dashboard import may_open
 from console.exports import holders_csv, orders_csv
-from console.models import Buyer, Order
+from console.models import STATUS_WORDS, Buyer, Order
 from console.services import order_release
 from fairqueue.adminscope import in_reach, may
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
-
-STATUS_WORDS = {
-    ClaimStatus.CLAIMED: "awaiting payment",
-    ClaimStatus.CONFIRMED: "paid",
-    ClaimStatus.RELEASED: "released",
-}
+from payments.models import Payment
 
 
 class ReadOnly:
@@ -47,6 +46,13 @@ def payments_link(claim_id: object, label: str) -> str:
     return format_html('<a href="{}">{}</a>', url, label)
 
 
+def _door_state(ticket: IssuedTicket) -> str:
+    if ticket.checked_in_at:
+        moment = timezone.localtime(ticket.checked_in_at).strftime("%d %b %Y %H:%M")
+        return f"checked in {moment}"
+    return {"VALID": "not checked in", "VOID": "void"}.get(ticket.status, ticket.status.lower())
+
+
 @admin.register(Order)
 class OrderAdmin(ReadOnly, admin.ModelAdmin):
     list_display = (
@@ -60,7 +66,7 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False
     fields = (
-        "id", "state", "event", "tier", "quantity", "total", "buyer", "payment",
+        "id", "state", "event", "tier", "quantity", "total", "buyer", "tickets", "payment",
         "created_at", "expires_at", "confirmed_at", "released_at", "release_reason",
         "payment_in_flight",
     )  # fmt: skip
@@ -95,9 +101,61 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
         url = reverse("admin:console_buyer_change", args=[order.customer_id])
         return format_html('<a href="{}">{}</a>', url, order.customer.email)
 
+    @admin.display(description="tickets")
+    def tickets(self, order: Order) -> str:
+        """Each ticket issued for the order: its printed code (linking to
+        the ticket's page), seat and state at the door."""
+        issued = list(IssuedTicket.objects.filter(claim_id=order.pk).order_by("seat", "issued_at"))
+        if not issued:
+            return "none issued (tickets are issued when the order is paid)"
+        rows = format_html_join(
+            "",
+            '<li><a href="{}" style="font:600 15px/1.8 ui-monospace,monospace">{}</a>'
+            " · {} · {}</li>",
+            (
+                (
+                    reverse("ticket-page", args=[t.code]),
+                    ticket_code_display(t.code),
+                    t.seat_label or f"ticket {t.seat} of {order.quantity}",
+                    _door_state(t),
+                )
+                for t in issued
+            ),
+        )
+        return format_html(
+            '<ul class="fq-order-tickets" style="margin:0;padding:0;list-style:none">{}</ul>', rows
+        )
+
     @admin.display(description="payment")
     def payment(self, order: Order) -> str:
         return payments_link(order.pk, "payments")
+
+    @admin.display(description="payment")
+    def payment_read(self, order: Order) -> str:
+        """The order's payments as text, for a user who may not open the
+        payments pages (organizers: money is platform staff's work)."""
+        payments = list(order.payments.order_by("created_at"))
+        if not payments:
+            return "none"
+        return format_html_join(
+            "", "<div><code>{}</code> · {} · {}</div>",
+            ((p.reference, p.get_status_display(), money_format(p.amount, p.currency))
+             for p in payments),
+        )  # fmt: skip
+
+    def _payments_field(self, request: HttpRequest, names: Sequence[Any]) -> list[Any]:
+        if may_open(self, request, Payment):
+            return list(names)
+        return ["payment_read" if name == "payment" else name for name in names]
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        return self._payments_field(request, super().get_list_display(request))
+
+    def get_fields(self, request: HttpRequest, obj: Order | None = None) -> list[Any]:
+        return self._payments_field(request, super().get_fields(request, obj))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Order | None = None) -> list[Any]:
+        return self._payments_field(request, super().get_readonly_fields(request, obj))
 
     # -- actions ------------------------------------------------------------------
 

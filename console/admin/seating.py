@@ -115,9 +115,10 @@ def seat_map_page(
         "total": len(seats),
         "refresh_seconds": REFRESH_SECONDS,
         "can_change": model_admin.has_change_permission(request, event),
-        "generate": generate,
-        "upload": upload,
-        "block": block,
+        # Not "block": a template's {% block %} tag owns that name there.
+        "generate_form": generate,
+        "upload_form": upload,
+        "block_form": block,
     }
     return render(request, "console/seatmap.html", context)
 

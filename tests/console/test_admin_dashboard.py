@@ -3,15 +3,18 @@ it refreshes from, scoped like the event itself."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from claims.domain import ReleaseReason
+from claims.models import Claim
 from claims.services import claim_release
 from payments.models import Payment
 from queueing import services
+from queueing.models import QueueEntry
 from tests.support.admin import event_of
 from tests.support.factories import TierFactory
 from tests.support.sales import admit_directly, hold_tickets, join, make_customers, pay
@@ -81,12 +84,27 @@ def test_the_dashboard_shows_the_sale(sale):
     # Rendered on the server too (the script only refreshes them).
     assert f'<td data-key="tier_{regular.id}_sold">3</td>' in page
     assert f'<td data-key="tier_{vip.id}_revenue">NGN 20,000.00</td>' in page
-    # Every "needs attention" filter of the staff payment list, linked to it.
+    # Only the reasons with payments show (the page hides a line whose count
+    # falls to zero as it refreshes), as text: the payments pages are platform
+    # staff's, which an organizer may not open.
+    disputed = '<strong data-key="attention_disputed">1</strong>'
+    assert f'<li data-hide-zero="attention_disputed">{disputed}' in page
+    assert len(re.findall(r'<li data-hide-zero="attention_\w+" hidden>', page)) == 5
+    assert "/admin/payments/payment/" not in page
+    assert client.get("/admin/payments/payment/?attention=stuck").status_code == 403
+
+
+def test_staff_who_may_open_the_payments_get_each_reason_linked(sale, superuser_client):
+    event = sale[1]
+
+    page = superuser_client.get(dashboard_url(event)).content.decode()
+
     assert (
         '<a href="/admin/payments/payment/?attention=disputed">'
         '<strong data-key="attention_disputed">1</strong>'
     ) in page
     assert page.count('href="/admin/payments/payment/?attention=') == 8
+    assert superuser_client.get("/admin/payments/payment/?attention=stuck").status_code == 200
 
 
 def test_the_json_refresh_has_the_same_figures_and_follows_the_sale(sale):
@@ -94,8 +112,9 @@ def test_the_json_refresh_has_the_same_figures_and_follows_the_sale(sale):
     first = client.get(dashboard_url(event)).context["figures"]
 
     data = client.get(dashboard_url(event) + "data/").json()
-    assert {k: v for k, v in data.items() if k != "read_at"} == {
-        k: v for k, v in first.items() if k != "read_at"
+    # The moment read and the charts (a step may pass between the two reads) aside.
+    assert {k: v for k, v in data.items() if k not in ("read_at", "series")} == {
+        k: v for k, v in first.items() if k not in ("read_at", "series")
     }
 
     services.admission_tick_event(event_id=event.id)
@@ -142,3 +161,38 @@ def test_anonymous_users_are_sent_to_log_in(client):
     response = client.get(dashboard_url(event) + "data/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_the_charts_follow_the_sale_over_time(org_a):
+    """Sold so far, the line's length and admissions per minute, one point
+    per step from the sale's opening, and the sell-out projected."""
+    client, _, organizer = org_a
+    now = timezone.now()
+    event = event_of(organizer, inventory=10, sale_start=now - timedelta(minutes=10))
+    tier = event.tiers.get()
+    for minutes_ago, quantity in ((8, 2), (2, 3)):
+        claim = hold_tickets(tier, quantity, status="CONFIRMED")
+        Claim.objects.filter(pk=claim.pk).update(confirmed_at=now - timedelta(minutes=minutes_ago))
+    for _ in range(4):
+        join(event)
+    entries = QueueEntry.objects.filter(event=event)
+    entries.update(joined_at=now - timedelta(minutes=9))
+    admitted = list(entries.values_list("pk", flat=True)[:3])
+    QueueEntry.objects.filter(pk__in=admitted).update(
+        status="COMPLETED", admitted_at=now - timedelta(minutes=5)
+    )
+
+    series = client.get(dashboard_url(event) + "data/").json()["series"]
+
+    def at(name: str, minutes_ago: float):
+        moment = (now - timedelta(minutes=minutes_ago)).timestamp()
+        return series[name][max(i for i, t in enumerate(series["t"]) if t <= moment)]
+
+    assert series["t"][0] == round(event.sale_start.timestamp(), 3)
+    assert [at("sold", m) for m in (9, 7, 3, 0)] == [0, 2, 2, 5]
+    assert [at("waiting", m) for m in (9.5, 8, 4, 0)] == [0, 4, 1, 1]
+    # Admissions per minute over the minute up to each point.
+    assert [at("admitted_per_minute", m) for m in (5.5, 4.5, 3.5)] == [0, 3, 0]
+    # 5 tickets taken in the last 5 minutes: 5 left at 1 a minute.
+    (start, sold), (end, inventory) = series["projection"]
+    assert (sold, inventory, round(end - start)) == (5, 10, 300)

@@ -11,7 +11,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
 
+from claims.domain import ticket_code_display
 from claims.models import Claim
+from claims.services import issued_ticket_check_in, issued_tickets_issue
 from inventory.models import Ticket
 from tests.support.admin import event_of
 from tests.support.factories import CustomerFactory, TierFactory
@@ -109,17 +111,77 @@ def test_the_orders_csv_of_an_event(shop):
     )
 
 
-def test_the_ticket_holders_csv_lists_each_paid_ticket(shop):
+def test_the_ticket_holders_csv_lists_each_paid_ticket_by_its_printed_code(shop):
     client, event, _, paid, _, _ = shop
+    first, second = issued_tickets_issue(claim_id=paid.pk)
+    issued_ticket_check_in(event_id=event.pk, code=first.code, actor="staff:door1")
 
     exported = rows(client.get(f"/admin/events/event/{event.pk}/ticket-holders.csv"))
 
-    tickets = set(Ticket.objects.filter(claim=paid).values_list("id", flat=True))
-    assert len(exported) == 2
-    assert {int(r["ticket"]) for r in exported} == tickets
+    assert [
+        (r["ticket"], r["seat"], r["status"], r["checked_in_by"], bool(r["checked_in_at"]))
+        for r in exported
+    ] == [
+        (ticket_code_display(first.code), "1 of 2", "USED", "door1", True),
+        (ticket_code_display(second.code), "2 of 2", "VALID", "", False),
+    ]
     assert {(r["holder_email"], r["order"], r["event"]) for r in exported} == {
         ("ada@example.test", str(paid.pk), "Mine")
     }
+
+
+def test_an_order_page_is_titled_for_a_person_and_lists_its_ticket_codes(shop):
+    client, _, _, paid, _, _ = shop
+    tickets = issued_tickets_issue(claim_id=paid.pk)
+
+    page = client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+
+    assert "Mine · 2 x Regular · ada@example.test · paid" in page
+    assert str(paid.tier_id) not in page
+    for ticket in tickets:
+        assert f"/tickets/{ticket.code}/" in page
+        assert ticket_code_display(ticket.code) in page
+    assert page.count("not checked in") == 2
+
+
+def test_an_organizer_reads_an_orders_payments_without_a_link_they_may_not_follow(
+    shop, superuser_client
+):
+    client, _, _, paid, _, _ = shop
+    payment = pay(paid, status="CONFIRMED")
+    link = f"/admin/payments/payment/?claim__id__exact={paid.pk}"
+
+    page = client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+    listed = client.get(ORDERS).content.decode()
+
+    assert link not in page and link not in listed
+    assert f"<code>{payment.reference}</code> · Confirmed · NGN 10,000.00" in page
+    assert payment.reference in listed
+    assert client.get(link).status_code == 403  # why it is not shown
+    # Staff who may open the payments get the link.
+    assert link in superuser_client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+
+
+def test_refunding_a_ticket_already_checked_in_warns_before_it_is_done(shop, superuser_client):
+    _, event, _, paid, unpaid, _ = shop
+    payment = pay(paid, status="CONFIRMED")
+    first, _ = issued_tickets_issue(claim_id=paid.pk)
+    issued_ticket_check_in(event_id=event.pk, code=first.code, actor="staff:door1")
+    other = pay(unpaid, status="CONFIRMED")
+    payments = "/admin/payments/payment/"
+
+    page = superuser_client.post(
+        payments, {"action": "refund", "_selected_action": [str(payment.pk), str(other.pk)]}
+    ).content.decode()
+    clean = superuser_client.post(
+        payments, {"action": "refund", "_selected_action": [str(other.pk)]}
+    ).content.decode()
+
+    assert "Already at the door: 1 ticket below was checked in." in page
+    assert f"<code>{ticket_code_display(first.code)}</code> (ada@example.test" in page
+    assert 'value="Refund, although checked in"' in page
+    assert "Already at the door" not in clean and 'value="Refund"' in clean
+    assert Claim.objects.get(pk=paid.pk).status == "CONFIRMED"  # nothing done yet
 
 
 def test_a_cell_a_spreadsheet_would_run_is_defused(org_a):
@@ -142,6 +204,7 @@ def test_another_organizers_exports_are_not_found(shop, org_a):
 
 def test_export_actions_on_selected_orders(shop):
     client, _, _, paid, unpaid, _ = shop
+    issued_tickets_issue(claim_id=paid.pk)
 
     orders = rows(
         client.post(ORDERS, {"action": "export_orders", "_selected_action": [str(unpaid.pk)]})

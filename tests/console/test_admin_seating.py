@@ -7,7 +7,7 @@ import pytest
 
 from events.models import TicketTier
 from inventory.models import Ticket
-from tests.support.admin import change_url, event_of, messages_of
+from tests.support.admin import change_url, event_of, messages_of, page_forms
 from tests.support.sales import hold_tickets
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,6 +73,20 @@ def test_a_csv_import_and_blocking_seats(org_a, tier):
     assert client.get(seats_url(tier) + "map.svg").content.decode().count("seat blocked") == 2
     response = client.post(seats_url(tier), {"form": "block", "seats": "A-3", "action": "unblock"})
     assert messages_of(response)[-1] == "Unblocked 1 of 1 seats: A-3"
+
+
+def test_a_seat_is_blocked_through_the_page_as_a_browser_posts_it(org_a, tier):
+    """The page's own block form, with the fields it renders, blocks a seat."""
+    client = org_a[0]
+    client.post(seats_url(tier), {"form": "import", "csv_text": ",A,1\n,A,2\n"})
+    forms = page_forms(client.get(seats_url(tier)).content.decode())
+    (block,) = [f for f in forms if f.get("form") == "block"]
+    assert {"seats", "action"} <= set(block)
+    response = client.post(seats_url(tier), {**block, "seats": "A-2"})
+    assert messages_of(response)[-1] == "Blocked 1 of 1 seats: A-2"
+    assert list(Ticket.objects.filter(tier=tier, blocked=True).values_list("label", flat=True)) == [
+        "A-2"
+    ]
 
 
 def test_a_bad_csv_is_a_message_and_changes_nothing(org_a, tier):

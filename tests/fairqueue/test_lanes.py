@@ -72,6 +72,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "event-page": ({"event_id": E}, {"GET": ARRIVAL}),
     "waiting-room-page": ({"event_id": E}, {"GET": ARRIVAL}),
     "check-in-page": ({"event_id": E}, {"GET": ARRIVAL}),
+    "check-in-count": ({"event_id": E}, {"GET": ARRIVAL}),
     "my-tickets-page": ({}, {"GET": ARRIVAL}),
     "ticket-page": ({"code": "FQ-ABC"}, {"GET": ARRIVAL}),
     "ticket-qr": ({"code": "FQ-ABC"}, {"GET": ARRIVAL}),

@@ -4,6 +4,7 @@ posted, actions, messages."""
 from __future__ import annotations
 
 from datetime import timedelta
+from html.parser import HTMLParser
 
 from django.contrib.messages import get_messages
 from django.utils import timezone
@@ -93,3 +94,31 @@ def run_action(client, action: str, *events: Event):
     return client.post(
         LIST_URL, {"action": action, "_selected_action": [str(e.pk) for e in events]}
     )
+
+
+class _Forms(HTMLParser):
+    """Each form of a page with the fields a browser would post (inputs,
+    text areas and selects, with their values as rendered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict[str, str]] = []
+        self._select: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.forms.append({})
+        elif not self.forms or "name" not in a:
+            if tag == "option" and self._select and self._select not in self.forms[-1]:
+                self.forms[-1][self._select] = a.get("value", "")
+        elif tag in ("input", "textarea"):
+            self.forms[-1][a["name"]] = a.get("value", "")
+        elif tag == "select":
+            self._select = a["name"]
+
+
+def page_forms(html: str) -> list[dict[str, str]]:
+    parser = _Forms()
+    parser.feed(html)
+    return parser.forms

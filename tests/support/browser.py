@@ -83,12 +83,15 @@ def chromium_paths() -> tuple[str, str]:
 
 
 @contextmanager
-def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]:
+def chromium(
+    width: int = 1280, height: int = 900, flags: tuple[str, ...] = ()
+) -> Iterator[webdriver.Chrome]:
+    """``flags``: more of Chromium's switches (a fake camera, say)."""
     browser, driver_path = chromium_paths()
     profile = tempfile.mkdtemp(prefix="fq-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for flag in OFFLINE_FLAGS:
+    for flag in (*OFFLINE_FLAGS, *flags):
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
