@@ -1,6 +1,7 @@
 from django.urls import path
 
 from queueing.views import QueueLineStateView, QueuePositionView, QueueView, QueueWsTicketView
+from queueing.waitlist_views import WaitlistView
 
 urlpatterns = [
     path(
@@ -14,6 +15,7 @@ urlpatterns = [
         QueuePositionView.as_view(),
         name="queue-position",
     ),
+    path("events/<uuid:event_id>/waitlist/", WaitlistView.as_view(), name="waitlist"),
     path(
         "events/<uuid:event_id>/queue/ws-ticket/",
         QueueWsTicketView.as_view(),

@@ -25,6 +25,19 @@ def confirmation_email_send(claim_id: str) -> str:
     return services.confirmation_email_deliver(claim_id=claim_id)
 
 
+@shared_task(
+    name="storefront.tasks.offer_email_send",
+    autoretry_for=(smtplib.SMTPException, OSError),
+    retry_backoff=15,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def offer_email_send(event_id: str, customer_id: str, expires_at: str) -> str:
+    return services.offer_email_deliver(
+        event_id=event_id, customer_id=customer_id, expires_at=expires_at
+    )
+
+
 @shared_task(name="storefront.tasks.confirmation_emails_sweep", **time_limits(SWEEP_LOCK_TTL))
 @single_flight("confirmation_emails_sweep", ttl_s=SWEEP_LOCK_TTL)
 def confirmation_emails_sweep() -> int:

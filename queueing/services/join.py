@@ -278,6 +278,17 @@ def _refused(event_id: uuid.UUID, customer_id: uuid.UUID | str) -> AppError:
     return _bar.error(event_id, customer_id)
 
 
+def join_barred(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> AppError | None:
+    """The join bar asked on its own (the waiting list's join): the error a
+    barred customer gets, None when they may join."""
+    if _bar is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_bar.sql}", {"event_id": event_id, "customer_id": customer_id})
+        barred = cursor.fetchone()[0]
+    return _bar.error(event_id, customer_id) if barred else None
+
+
 def _admitted_meanwhile(entry_id: uuid.UUID) -> bool:
     status = QueueEntry.objects.filter(pk=entry_id).values_list("status", flat=True).first()
     return status == QueueStatus.ADMITTED
@@ -310,14 +321,20 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
     queue_store().leave(event_id=event_id, customer_id=customer_id)
 
 
-def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
-    """An admitted customer who missed the push gets a (re-minted) token."""
-    token = admission_token_issue(
+def entry_admission_token(entry: QueueEntry, expires_at: datetime) -> str:
+    """The (re-minted) token of an ADMITTED entry, an offer's with its tier."""
+    return admission_token_issue(
         event_id=entry.event_id,
         customer_id=entry.customer_id,
         queue_entry_id=entry.id,
         expires_at=expires_at,
+        offer_tier_id=entry.offer_tier_id,
     )
+
+
+def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
+    """An admitted customer who missed the push gets a (re-minted) token."""
+    token = entry_admission_token(entry, expires_at)
     return PositionResult(
         status=QueueStatus.ADMITTED,
         position=None,
