@@ -93,7 +93,11 @@ class WaitlistView(APIView):
     @extend_schema(
         operation_id="waitlist_entry",
         summary="My entry on the waiting list: my place, or my offer",
-        responses={200: WaitlistEntrySerializer, 404: error("not_on_waitlist")},
+        responses={
+            200: WaitlistEntrySerializer,
+            401: error("not_authenticated / invalid_token"),
+            404: error("event_not_found or not_on_waitlist"),
+        },
     )
     def get(self, request: Request, event_id: str) -> Response:
         place = waitlist_place(event_id=event_id, customer_id=customer_of(request).id)
@@ -102,7 +106,12 @@ class WaitlistView(APIView):
     @extend_schema(
         operation_id="waitlist_leave",
         summary="Leave the waiting list (an open offer is given up)",
-        responses={204: None, 404: error("not_on_waitlist")},
+        responses={
+            204: None,
+            401: error("not_authenticated / invalid_token"),
+            404: error("event_not_found or not_on_waitlist"),
+            503: error("busy: the entry changed meanwhile; retry shortly"),
+        },
     )
     def delete(self, request: Request, event_id: str) -> Response:
         waitlist_leave(event_id=event_id, customer_id=customer_of(request).id)

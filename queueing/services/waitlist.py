@@ -128,6 +128,11 @@ def waitlist_join(
     return entry
 
 
+def _event_exists(event_id: uuid.UUID | str) -> None:
+    if not Event.objects.filter(pk=event_id).exists():
+        raise NotFound("No such event.", code=ErrorCode.EVENT_NOT_FOUND)
+
+
 def _live_entry(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> WaitlistEntry | None:
     return WaitlistEntry.objects.filter(
         event_id=event_id, customer_id=customer_id, status__in=WAITLIST_LIVE_STATUSES
@@ -137,7 +142,9 @@ def _live_entry(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Wait
 def waitlist_leave(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> None:
     """WAITING or OFFERED -> LEFT (conditional). An offer given up gives its
     admission up too (ADMITTED -> ABANDONED), so the ticket goes to the next
-    entry at the next offer round. 404 not_on_waitlist."""
+    entry at the next offer round. 404 event_not_found / not_on_waitlist;
+    503 busy when the entry changed under the call."""
+    _event_exists(event_id)
     now = timezone.now()
     with transaction.atomic():
         entry = _live_entry(event_id, customer_id)
@@ -180,7 +187,8 @@ def _ahead(entry: WaitlistEntry) -> int:
 def waitlist_place(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> WaitlistPlace:
     """The customer's live entry, else their latest; with the place in the
     list (waiting), or the admission token and the window (offered).
-    404 not_on_waitlist."""
+    404 event_not_found / not_on_waitlist."""
+    _event_exists(event_id)
     entry = _live_entry(event_id, customer_id) or (
         WaitlistEntry.objects.filter(event_id=event_id, customer_id=customer_id)
         .order_by("-joined_at")

@@ -44,6 +44,8 @@ ALWAYS = {
     "payment_log_complete",
     "payment_amounts_match",
     "payment_log_append_only",
+    "offers_within_free_tickets",
+    "one_waitlist_entry_per_customer",
 }
 SETTLED = {
     "sold_out_means_none_free",
