@@ -1,10 +1,12 @@
 """The waiting list, from Postgres: offers never stand for more tickets than
-are free (invariant 1 reaching the list), and one live entry per customer
-and event (invariant 6)."""
+are free (invariant 1 reaching the list; once settled: a late payment's
+re-instatement or a claim of several tickets from the line can take an
+offered ticket until the next offer round withdraws that offer), and one
+live entry per customer and event (invariant 6)."""
 
 from __future__ import annotations
 
-from console.invariants.base import Found, Options, check, plural, rows
+from console.invariants.base import Found, Options, When, check, plural, rows
 from events.models import Event, TicketTier
 from inventory.models import Ticket
 from queueing.domain import WAITLIST_LIVE_STATUSES, QueueStatus, WaitlistStatus
@@ -38,7 +40,7 @@ SELECT COUNT(*) FROM (SELECT customer_id FROM {WAITLIST}
 """  # noqa: S608
 
 
-@check(invariant=1)
+@check(invariant=1, when=When.SETTLED)
 def offers_within_free_tickets(event: Event, options: Options) -> Found:
     """Each tier's open waiting-list offers are at most its free tickets, and
     every OFFERED entry holds the admission its offer made."""

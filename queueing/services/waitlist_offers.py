@@ -24,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from events.domain import is_on_sale
+from events.domain import EventStatus, is_on_sale
 from events.models import Event, TicketTier
 from fairqueue.locks import event_row_lock
 from fairqueue.news import send_on_commit
@@ -38,6 +38,7 @@ from queueing.services.join import join_barred
 from queueing.services.prequeue import ranks_draw
 from queueing.services.waitlist import draw_due_at, returns_open_after_sale
 from queueing.signals import waitlist_offered
+from queueing.store import queue_store
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,8 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
         if now < draw_due_at(state):
             return report  # nobody is offered anything before the first minute is drawn
         report.drawn = _draw(event_id, now)
+    if event.status == EventStatus.PAUSED:
+        return report  # a paused sale admits nobody, from the line or the list
     _offer(event_id, now, report)
     return report
 
@@ -200,10 +203,17 @@ def _offer(event_id: uuid.UUID | str, now: datetime, report: OfferReport) -> Non
                 expires_at=expires_at,
             )
     if offers:
+        # Redis' admitted set holds every admission, offers too (the
+        # reconciliation and the settled check compare it with Postgres).
+        queue_store().admitted_rescore(
+            event_id=event_id,
+            members=((str(c), int(until.timestamp() * 1000)) for _, c, until in offers),
+        )
         admitted_tell(event_id, offers)
         report.offered = [str(customer) for _, customer, _ in offers]
         logger.info("waiting list offers event=%s count=%s", event_id, len(offers))
     if report.withdrawn:
+        queue_store().release_admitted(event_id=event_id, customer_ids=report.withdrawn)
         send_expired(
             event_id=event_id,
             customer_ids=report.withdrawn,

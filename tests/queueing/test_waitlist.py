@@ -16,9 +16,11 @@ from claims.services import claim_release
 from console.invariants import waitlist as waitlist_checks
 from console.invariants.base import Options
 from events.models import Event
+from fairqueue.redis import get_redis
 from queueing.domain import QueueStatus, WaitlistStatus
 from queueing.models import QueueEntry, WaitlistEntry, WaitlistState
 from queueing.services.waitlist_offers import waitlist_tick_event
+from queueing.store import queue_store
 from tests.support.factories import CustomerFactory, TierFactory, bearer
 from tests.support.sales import admit_directly, claim_one, make_customers, on_sale
 
@@ -206,12 +208,15 @@ def test_a_lapsed_offer_passes_to_the_next(api):
     claim_release(claim_id=claims[0].id, reason=ReleaseReason.EXPIRED)
     assert waitlist_tick_event(event_id=tier.event_id).offered == [str(first.id)]
     assert waitlist_tick_event(event_id=tier.event_id).offered == []  # one ticket, one offer
+    admitted = queue_store().admitted_key(tier.event_id)
+    assert get_redis().zscore(admitted, str(first.id)) is not None  # Redis has the admission too
 
     QueueEntry.objects.filter(customer=first, status=QueueStatus.ADMITTED).update(
         admission_expires_at=timezone.now() - timedelta(seconds=1)
     )
     report = waitlist_tick_event(event_id=tier.event_id)
     assert report.offered == [str(second.id)]
+    assert get_redis().zscore(admitted, str(first.id)) is None
     assert api.get(url(tier.event_id), **bearer(first)).json()["status"] == "lapsed"
     assert api.get(url(tier.event_id), **bearer(second)).json()["status"] == "offered"
     for check in (waitlist_checks.offers_within_free_tickets,):
