@@ -57,7 +57,7 @@ def offers_within_free_tickets(event: Event, options: Options) -> Found:
 
 
 @check(invariant=6)
-def one_waitlist_entry_per_customer(event: Event, options: Options) -> Found:
+def waitlist_one_per_customer(event: Event, options: Options) -> Found:
     """At most one live (waiting or offered) waiting-list entry per customer."""
     doubles = rows(_DOUBLES_SQL, [event.pk, LIVE])[0][0]
     problems = [f"{plural(doubles, 'customer')} with two live entries"] if doubles else []

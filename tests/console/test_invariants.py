@@ -44,7 +44,7 @@ ALWAYS = {
     "payment_log_complete",
     "payment_amounts_match",
     "payment_log_append_only",
-    "one_waitlist_entry_per_customer",
+    "waitlist_one_per_customer",
 }
 SETTLED = {
     "offers_within_free_tickets",

@@ -21,6 +21,7 @@ from queueing.domain import QueueStatus, WaitlistStatus
 from queueing.models import QueueEntry, WaitlistEntry, WaitlistState
 from queueing.services.waitlist_offers import waitlist_tick_event
 from queueing.store import queue_store
+from queueing.tasks import admission_tick
 from tests.support.factories import CustomerFactory, TierFactory, bearer
 from tests.support.sales import admit_directly, claim_one, make_customers, on_sale
 
@@ -237,3 +238,18 @@ def test_the_end_of_the_sale_closes_the_list(api):
     refused = api.post(url(tier.event_id), {}, format="json", **bearer(CustomerFactory()))
     assert refused.json()["error"]["code"] == "waitlist_closed"
     assert WaitlistEntry.objects.filter(status=WaitlistStatus.WAITING).count() == 0
+
+
+def test_the_admission_tick_offers_what_a_lost_enqueue_left(api):
+    """The release's news never reached a worker (here: the release's
+    after-commit work does not run): beat's admission tick makes the offer."""
+    tier, claims = sold_out()
+    past_first_minute(tier.event_id)
+    customer = CustomerFactory()
+    joined(api, tier.event_id, customer)
+    claim_release(claim_id=claims[0].id, reason=ReleaseReason.EXPIRED)
+    assert api.get(url(tier.event_id), **bearer(customer)).json()["status"] == "waiting"
+
+    admission_tick.run()
+
+    assert api.get(url(tier.event_id), **bearer(customer)).json()["status"] == "offered"

@@ -50,7 +50,7 @@ def assert_list_invariants(event_id) -> None:
     event = Event.objects.get(pk=event_id)
     for check in (
         waitlist_checks.offers_within_free_tickets,
-        waitlist_checks.one_waitlist_entry_per_customer,
+        waitlist_checks.waitlist_one_per_customer,
     ):
         result = check(event, Options(now=timezone.now()))
         assert result.ok, result.detail
