@@ -25,7 +25,7 @@ from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
 from events.models import Event
-from fairqueue.db import prepared_cursor
+from fairqueue.db import prepared_cursor, violated_constraint
 from fairqueue.errors import (
     AppError,
     Conflict,
@@ -198,7 +198,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
             cursor.execute(_join_sql(), params)
             inserted = cursor.rowcount
     except IntegrityError as exc:
-        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""
+        constraint = violated_constraint(exc)
         if constraint == "queue_one_live_entry":
             raise Conflict(
                 "You are already in this queue.", code=ErrorCode.ALREADY_IN_QUEUE

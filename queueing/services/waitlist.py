@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from events.domain import EventStatus
 from events.models import Event, TicketTier
+from fairqueue.db import violated_constraint
 from fairqueue.errors import Busy, Conflict, ErrorCode, InvalidInput, NotFound, Unauthenticated
 from queueing.domain import (
     WAITLIST_DRAW_SECONDS,
@@ -117,7 +118,7 @@ def waitlist_join(
                 event_id=event.pk, customer_id=customer_id, status=QueueStatus.WAITING
             ).update(status=QueueStatus.ABANDONED, finished_at=now)
     except IntegrityError as exc:
-        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""
+        constraint = violated_constraint(exc)
         if constraint == "waitlist_one_live_entry":
             raise Conflict(
                 "You are already on this waiting list.", code=ErrorCode.ALREADY_ON_WAITLIST
