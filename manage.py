@@ -2,9 +2,12 @@
 import os
 import sys
 
-# Settings refuse to load without DATABASE_URL / REDIS_URL. Help needs neither:
-# for `manage.py`, `manage.py help [cmd]` and `manage.py <cmd> --help` they get
-# addresses nothing listens on (nothing connects while printing help).
+# Settings refuse to load without DATABASE_URL / REDIS_URL, and in production
+# without their secrets (config/safety.py). Help needs none of them: for
+# `manage.py`, `manage.py help [cmd]` and `manage.py <cmd> --help` the services
+# get addresses nothing listens on (nothing connects while printing help) and the
+# settings load in development mode, whose defaults need no secret. The help
+# is the same in every mode, and argparse exits after printing it: no command runs.
 HELP_FLAGS = {"-h", "--help", "--version"}
 UNREACHABLE = {"DATABASE_URL": "postgres://help@127.0.0.1:1/help", "REDIS_URL": "redis://127.0.0.1:1/0"}
 
@@ -18,6 +21,7 @@ def main() -> None:
     if only_help(sys.argv):
         for name, url in UNREACHABLE.items():
             os.environ.setdefault(name, url)
+        os.environ["DJANGO_DEBUG"] = "true"
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

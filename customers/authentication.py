@@ -13,7 +13,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from customers.revocation import customer_token_authenticate
-from customers.tokens import CustomerPrincipal
+from customers.tokens import CustomerPrincipal, customer_token_verify
 from fairqueue.errors import ErrorCode, Unauthenticated
 
 
@@ -31,6 +31,22 @@ def bearer_token(request: Request) -> str | None:
         return header[1].decode("ascii")
     except UnicodeDecodeError as exc:
         raise Unauthenticated("The token is not valid.", code=ErrorCode.INVALID_TOKEN) from exc
+
+
+def token_signed(environ: dict[str, Any]) -> bool:
+    """The request carries a customer token whose signature, audience and
+    expiry check: the proof a customer's request shows to ride in its
+    route's lane (fairqueue/lanes.py), read from the WSGI environ before the
+    request takes a slot. Whether it was signed out is the view's to check
+    (that reads Redis)."""
+    header = str(environ.get("HTTP_AUTHORIZATION", "")).split()
+    if len(header) != 2 or header[0].lower() != "bearer":
+        return False
+    try:
+        customer_token_verify(header[1])
+    except Unauthenticated:
+        return False
+    return True
 
 
 class CustomerTokenAuthentication(BaseAuthentication):

@@ -19,17 +19,20 @@ Design choices (the why):
   guess without that nonce finds no code, so it never counts against, locks
   or spends the code the real owner is typing, and another client's request
   for the same address does not void it either. A resend from the same
-  client (same nonce) replaces that client's code, at most once per
-  OTP_RESEND_SECONDS.
+  client (same nonce), at most once per OTP_RESEND_SECONDS, adds a code: the
+  ones it sent before keep working for their lifetime (the first email often
+  arrives last, and a phone reloads the page on the way to the mail app).
+  Every wrong guess counts against each live code of the client, so a
+  resend adds no guesses: OTP_MAX_ATTEMPTS per client and code.
 - **Limits per mailbox** (OTP_EMAIL_LIMITS, e.g. 5 codes an hour, 20 a day)
   bound what a stranger can send to someone's inbox and how many codes
   (each with OTP_MAX_ATTEMPTS guesses) exist for one address; the limits
   per client address live in the throttles (customers/throttling.py).
 - **One mailbox, one customer**: addresses are looked up by their canonical
   form (customers/emails.py), so ``ada+2@`` signs in as ``ada@``.
-- **The resend interval and "a new code kills the client's old one"** are
-  decided under a transaction-scoped advisory lock per address, so two
-  parallel requests cannot both pass the check and both send a code.
+- **The resend interval** is decided under a transaction-scoped advisory
+  lock per address, so two parallel requests cannot both pass the check and
+  both send a code.
 - **Verify locks the client's newest code row** (``SELECT ... FOR UPDATE``),
   counts a wrong attempt or consumes the code with conditional UPDATEs, and
   commits before answering: a wrong attempt is counted even though the
@@ -107,6 +110,12 @@ def _code_matches(*, stored: str, email: str, code: str) -> bool:
     return hmac.compare_digest(digest, _code_digest(salt=salt, email=email, code=code))
 
 
+def _code_matching(codes: list[OneTimeCode], *, email: str, code: str) -> OneTimeCode | None:
+    return next(
+        (c for c in codes if _code_matches(stored=c.code_hash, email=email, code=code)), None
+    )
+
+
 def _lock_email(email: str) -> None:
     """Transaction-scoped advisory lock: one request per address at a time."""
     key = int.from_bytes(hashlib.sha256(f"otp:{email}".encode()).digest()[:8], "big", signed=True)
@@ -117,9 +126,10 @@ def _lock_email(email: str) -> None:
 def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
     """Send a fresh code to ``email``, bound to a nonce returned to this
     client. Same answer for every address. ``nonce`` (optional) is the one a
-    previous request of this client got: a resend, which replaces that
-    code and is refused (429 ``otp_resend_too_soon``) within
-    OTP_RESEND_SECONDS of it. Over the mailbox's limits: 429 ``rate_limited``."""
+    previous request of this client got: a resend, which adds a code (the
+    earlier ones keep working within their lifetime) and is refused (429
+    ``otp_resend_too_soon``) within OTP_RESEND_SECONDS of the last one. Over
+    the mailbox's limits: 429 ``rate_limited``."""
     address = email_normalize(email)
     canonical = email_canonical(address)
     code = _code_new()
@@ -150,10 +160,6 @@ def otp_request(*, email: str, nonce: str | None = None) -> OtpSent:
         rate_limit_hit(
             scope="otp_email", ident=canonical, rates=rates_parse(settings.OTP_EMAIL_LIMITS)
         )
-        # A new code makes this client's older ones useless (nobody else's).
-        OneTimeCode.objects.filter(
-            email=canonical, nonce_hash=_nonce_hash(bound), consumed_at__isnull=True
-        ).update(consumed_at=now)
         otp = OneTimeCode.objects.create(
             email=canonical,
             nonce_hash=_nonce_hash(bound),
@@ -197,11 +203,22 @@ def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
     # durable: the attempt counter must really be committed before we answer,
     # never rolled back with some caller's outer transaction.
     with transaction.atomic(durable=True):
-        otp = sign_in_code_lock(
-            OneTimeCode.objects.filter(email=email, nonce_hash=_nonce_hash(nonce)).order_by(
-                "-created_at", "-id"
-            )
-        )
+        mine = OneTimeCode.objects.filter(email=email, nonce_hash=_nonce_hash(nonce))
+        # The newest row's lock orders this client's verifies; the codes it
+        # sent before still work within their lifetime (a resend adds one).
+        newest = sign_in_code_lock(mine.order_by("-created_at", "-id"))
+        live = [
+            c
+            for c in mine.filter(
+                consumed_at__isnull=True, expires_at__gt=now, attempts__lt=max_attempts
+            ).order_by("-created_at", "-id")
+            if newest is None or c.pk != newest.pk
+        ]
+        otp = newest
+        if otp is not None and live and (
+            otp.consumed_at is not None or otp.attempts >= max_attempts or otp.expires_at <= now
+        ):
+            otp = live.pop(0)  # the newest is spent: the newest code still alive answers
         if otp is None or otp.consumed_at is not None:
             error = AppError(
                 "This code is not valid. Ask for a new one.",
@@ -214,11 +231,14 @@ def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
             error = AppError(
                 "This code has expired. Ask for a new one.", code=ErrorCode.OTP_EXPIRED
             )
-        elif not _code_matches(stored=otp.code_hash, email=email, code=code):
+        elif (matched := _code_matching([otp, *live], email=email, code=code)) is None:
+            # One wrong guess counts against every live code of this client.
             counted = OneTimeCode.objects.filter(
-                pk=otp.pk, consumed_at__isnull=True, attempts__lt=max_attempts
+                pk__in=[otp.pk, *(c.pk for c in live)],
+                consumed_at__isnull=True,
+                attempts__lt=max_attempts,
             ).update(attempts=F("attempts") + 1)
-            left = max(0, max_attempts - otp.attempts - counted)
+            left = max(0, max_attempts - otp.attempts - (1 if counted else 0))
             error = AppError(
                 "This code is not valid.",
                 code=ErrorCode.OTP_INVALID,
@@ -226,8 +246,10 @@ def otp_verify(*, email: str, code: str, nonce: str) -> SignIn:
             )
         else:
             consumed = OneTimeCode.objects.filter(
-                pk=otp.pk, consumed_at__isnull=True, attempts__lt=max_attempts
+                pk=matched.pk, consumed_at__isnull=True, attempts__lt=max_attempts
             ).update(consumed_at=now)
+            if consumed:  # signed in: this client's other codes are done too
+                mine.filter(consumed_at__isnull=True).update(consumed_at=now)
             if not consumed:  # cannot happen under the row lock; never hand out a token
                 error = AppError("This code is not valid.", code=ErrorCode.OTP_INVALID)
             else:

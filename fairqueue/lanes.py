@@ -1,71 +1,129 @@
-"""Request lanes: a web worker runs purchases first, and shares the rest
-between the waiting room and new arrivals.
+"""Request lanes: a web worker shares its slots between purchases, the
+waiting room and everyone else, in turns, and each app says which of its
+routes go where.
 
 In a flash sale the web tier is flooded by arrivals (joins, sign-ins, page
 loads: 50,000 in the first minute) while the few thousand admitted customers
-claim and pay. Served first come, first served, a claim waited behind every
-join and poll sent before it: in the 50,000-customer sale on two cores a claim
-took 2.3 s at the median (p99 5.2 s) and a buyer saw their ticket 6.9 s after
-paying; in lanes, 185 ms (p99 1.3 s) and 2.3 s (docs/BENCHMARKS.md, "Flash sale").
+claim and pay. Served first come, first served, a claim waits behind every
+join and poll sent before it; in lanes, it waits behind the purchases before
+it and a share of the rest (docs/BENCHMARKS.md, "Flash sale").
 
 Every request a worker accepts gets a thread (granian's blocking threads,
 one per open connection: fairqueue/webserver.py), but only WEB_THREADS of
-them run the app at once. The others wait here, in three lanes, each first
-come, first served. A freed slot goes to the purchase lane first; otherwise
-the waiting-room and arrival lanes take turns, so neither can shut the other
-out (strict priority for the waiting room left joins unanswered for minutes
-in a 50,000-customer sale while 13,000 customers polled):
+them run the app at once. The others wait here, in three lanes:
 
-1. ``purchase``: claims, payments, gateway webhooks, seat maps, tickets and
-   check-in, health, metrics and the staff admin. Bounded by admissions (a
-   customer claims only inside their window), so it cannot starve the rest
-   for long, and ops can see and act while the line floods.
-2. ``waiting``: a queued customer's position read, socket ticket, leaving;
-   a signed-in customer's own account (me, sign out). Bounded by
-   ``poll_after_seconds``; it is how pollers learn of their admission.
-3. ``arrival``: joins and everything else (sign-in, pages, static files).
-   A place in line is taken when the join runs, and joins run in the order
-   they came within the lane.
+1. ``purchase``: a signed-in customer's claim or payment, and a gateway
+   webhook whose signature checks.
+2. ``waiting``: a signed-in customer's position read, socket ticket and
+   leaving, their own account and tickets.
+3. ``arrival``: joins, sign-in, pages, and everything a route does not
+   declare or a request cannot prove (no token, a bad signature, an
+   unknown path, the admin, health and metrics).
 
-Written here rather than taken from a library: granian has no request
-priorities, and a Django middleware runs too late (inside the app, after a
-thread and a database connection were taken). The lane is chosen from the
-method and path alone, before Django runs (tests/fairqueue/test_lanes.py checks every
-route). Django's database connections come from a pool of WEB_THREADS per
-worker (config/wsgi.py), since any of the waiting threads may run next.
+A freed slot goes to the next lane in ``TURNS`` that has a request waiting:
+purchases get every other slot while the other lanes wait, the waiting room
+and arrivals a quarter each, and a lane with nothing waiting gives its turn
+on. No lane can shut another out: a flood of any one kind of request (a loop
+of 404s, of position reads, of a claim with a stolen token) slows its own
+lane only and takes at most its turns from the others. Within a lane the
+routes take turns as well, so a flood of one path (a 404 in a loop) leaves
+sign-in and joins, in the same lane, their turns. A route's own requests
+keep their order: joins run in the order they came (a place in line is
+taken when the join runs).
+
+A route declares its lane where its app lists it (``declare`` in the app's
+urls.py), with the proof a request must carry to ride above the arrival
+lane: a customer token whose signature checks (customers.authentication),
+a webhook signature (payments.views). A proof is checked here, before the
+request takes a slot, from its headers and its body already read (no
+database, no Redis); the view checks everything again. The route is found
+with Django's own resolver (tests/fairqueue/test_lanes.py checks every
+route). Written here rather than taken from a library: granian has no
+request priorities, and a Django middleware runs too late (inside the app,
+after a thread and a database connection were taken). Django's database
+connections come from a pool of WEB_THREADS per worker (config/wsgi.py),
+since any of the waiting threads may run next.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from django.core.handlers.wsgi import get_path_info
+from django.urls import Resolver404, resolve
 from prometheus_client import Histogram
 
 PURCHASE, WAITING, ARRIVAL = "purchase", "waiting", "arrival"
 LANES = (PURCHASE, WAITING, ARRIVAL)
+# Whose turn a freed slot is, in this order, skipping a lane with nobody waiting.
+TURNS = (PURCHASE, WAITING, PURCHASE, ARRIVAL)
 
-_UUID = r"[0-9a-fA-F-]{36}"
-_PURCHASE_PATHS = re.compile(
-    r"^/(?:"
-    r"api/v1/(?:claims/|payments/|webhooks/|me/tickets/"
-    rf"|events/{_UUID}/(?:claims/|tiers/|tickets/))"
-    r"|payments/|tickets/|events/" + _UUID + r"/check-in/"
-    r"|healthz$|readyz$|metrics$|admin/"
-    r")"
-)
-_QUEUE = re.compile(rf"^/api/v1/events/{_UUID}/(?:queue/(.*)|me/)$")
-_ACCOUNT = re.compile(r"^/api/v1/auth/(?:me|logout)/$")
+Proof = Callable[[dict[str, Any]], bool]
+View = TypeVar("View", bound=Callable[..., Any])
+_ATTRIBUTE = "fairqueue_lane"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A route's lane by request method (``*``: any other), and the proof a
+    request must carry to ride in it."""
+
+    by_method: Mapping[str, str]
+    proof: Proof | None
+
+    def lane(self, environ: dict[str, Any]) -> str:
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+        name = self.by_method.get(method, self.by_method.get("*", ARRIVAL))
+        if name == ARRIVAL or self.proof is None:
+            return ARRIVAL
+        try:
+            return name if self.proof(environ) else ARRIVAL
+        except Exception:
+            return ARRIVAL
+
+
+def declare(view: View, lanes: str | Mapping[str, str], *, proof: Proof | None = None) -> View:
+    """Put a URL pattern's view in a lane (or one per method, ``*`` for the
+    rest): ``path("claims/", declare(View.as_view(), PURCHASE, proof=...))``.
+    Only a request that carries ``proof`` rides above the arrival lane."""
+    by_method = {"*": lanes} if isinstance(lanes, str) else dict(lanes)
+    if not set(by_method.values()) <= set(LANES):
+        raise ValueError(f"unknown lane in {by_method}")
+    if proof is None and set(by_method.values()) != {ARRIVAL}:
+        raise ValueError("a lane above arrival needs a proof of who sent the request")
+    setattr(view, _ATTRIBUTE, Declared(by_method, proof))
+    return view
+
+
+UNROUTED = ""  # the route of every path no URL pattern matches
+
+
+def place(environ: dict[str, Any]) -> tuple[str, str]:
+    """The lane of a request (its route's, if the request proves it belongs
+    there; arrival otherwise) and its route (the URL pattern it matches)."""
+    try:
+        match = resolve(get_path_info(environ))
+    except Resolver404:
+        return ARRIVAL, UNROUTED
+    declared = getattr(match.func, _ATTRIBUTE, None)
+    name = declared.lane(environ) if isinstance(declared, Declared) else ARRIVAL
+    return name, match.route
+
+
+def lane(environ: dict[str, Any]) -> str:
+    return place(environ)[0]
+
 
 WAIT_SECONDS = Histogram(
     "fairqueue_web_lane_wait_seconds",
-    "Time a request waited in its worker for a free slot, by lane (purchase first, "
-    "the waiting room and arrivals in turns: fairqueue/lanes.py).",
+    "Time a request waited in its worker for a free slot, by lane (purchases, the "
+    "waiting room and arrivals in turns: fairqueue/lanes.py).",
     ["lane"],
     buckets=(0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
@@ -73,55 +131,56 @@ for _lane in LANES:  # on the first scrape, each at zero (fairqueue/metrics.py s
     WAIT_SECONDS.labels(_lane)
 
 
-def lane(method: str, path: str) -> str:
-    """The lane of a request, from its method and path (PATH_INFO)."""
-    if _PURCHASE_PATHS.match(path):
-        return PURCHASE
-    queue = _QUEUE.match(path)
-    if queue is not None:
-        joining = queue.group(1) == "" and method == "POST"
-        return ARRIVAL if joining else WAITING
-    return WAITING if _ACCOUNT.match(path) else ARRIVAL
-
-
 class Lanes:
-    """``slots`` permits: a released one passes straight to the oldest
-    request of the purchase lane, else of the waiting-room or arrival lane,
-    taking turns; a late request never overtakes one already waiting in its
-    lane."""
+    """``slots`` permits: a released one passes straight to the next lane in
+    ``TURNS`` with a request waiting. Within a lane the routes take turns
+    too, and each route's requests keep their order: a late request never
+    overtakes one of its route, and a flood of one route (a 404 in a loop,
+    a sign-in script) delays another route's request by one turn, not by
+    the flood's length."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
             raise ValueError("a worker needs at least one slot")
         self._mutex = threading.Lock()
         self._free = slots
-        self._waiting: dict[str, deque[threading.Lock]] = {name: deque() for name in LANES}
-        self._turns = (WAITING, ARRIVAL)  # whose turn is next, when both wait
+        # Per lane, the routes with requests waiting, in the order of their turns.
+        self._waiting: dict[str, OrderedDict[str, deque[threading.Lock]]] = {
+            name: OrderedDict() for name in LANES
+        }
+        self._turn = 0  # index in TURNS of the lane whose turn is next
 
-    def acquire(self, lane_name: str) -> None:
+    def acquire(self, lane_name: str, route: str = UNROUTED) -> None:
         with self._mutex:
             if self._free:
                 self._free -= 1
                 return
             baton = threading.Lock()
             baton.acquire()
-            self._waiting[lane_name].append(baton)
+            self._waiting[lane_name].setdefault(route, deque()).append(baton)
         baton.acquire()  # released by the request that hands its slot over
 
     def release(self) -> None:
         with self._mutex:
-            for name in (PURCHASE, *self._turns):
-                waiting = self._waiting[name]
-                if waiting:
-                    if name != PURCHASE:
-                        self._turns = (ARRIVAL, WAITING) if name == WAITING else (WAITING, ARRIVAL)
-                    waiting.popleft().release()
+            for step in range(len(TURNS)):
+                turn = (self._turn + step) % len(TURNS)
+                routes = self._waiting[TURNS[turn]]
+                if routes:
+                    self._turn = (turn + 1) % len(TURNS)
+                    route, batons = routes.popitem(last=False)
+                    baton = batons.popleft()
+                    if batons:
+                        routes[route] = batons  # its next request, after the other routes
+                    baton.release()
                     return
             self._free += 1
 
     def waiting(self) -> dict[str, int]:
         with self._mutex:
-            return {name: len(queue) for name, queue in self._waiting.items()}
+            return {
+                name: sum(len(batons) for batons in routes.values())
+                for name, routes in self._waiting.items()
+            }
 
 
 class _Released:
@@ -194,9 +253,9 @@ class LanedApp:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         _buffer_body(environ, self.read_ahead)
-        name = lane(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/"))
+        name, route = place(environ)
         started = time.monotonic()
-        self.lanes.acquire(name)
+        self.lanes.acquire(name, route)
         WAIT_SECONDS.labels(name).observe(time.monotonic() - started)
         try:
             body = self.app(environ, start_response)

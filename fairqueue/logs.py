@@ -62,16 +62,26 @@ class ContextFilter(logging.Filter):
         return True
 
 
-# Loggers whose INFO lines are per-task or per-schedule-tick chatter.
-CHATTY_LOGGERS = frozenset({"celery.app.trace", "celery.worker.strategy", "celery.beat"})
+# Loggers whose INFO lines are per-task or per-schedule-tick chatter, and the
+# start of their chatty messages ("": every INFO line). Beat's other INFO lines
+# stay: "beat: Starting..." is how `make run` knows beat is up.
+CHATTY_LOGGERS = {
+    "celery.app.trace": "",
+    "celery.worker.strategy": "",
+    "celery.beat": "Scheduler: Sending due task",
+}
 
 
 class ChatterToDebug(logging.Filter):
-    """Celery's per-task INFO lines become DEBUG lines (dropped unless the
-    root logger is at DEBUG). Lines at WARNING and above are untouched."""
+    """Celery's per-task and per-tick INFO lines become DEBUG lines (dropped
+    unless the root logger is at DEBUG). Lines at WARNING and above are
+    untouched."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO or record.name not in CHATTY_LOGGERS:
+        chatter = CHATTY_LOGGERS.get(record.name)
+        if record.levelno != logging.INFO or chatter is None:
+            return True
+        if not str(record.msg).startswith(chatter):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger().isEnabledFor(logging.DEBUG)

@@ -1,10 +1,12 @@
 """The payments REST interface and the gateway's webhook: parse, call one
 service, shape the answer."""
 
+import io
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
@@ -20,6 +22,7 @@ from customers.idempotency import IDEMPOTENCY_KEY, idempotent
 from fairqueue.api import parse
 from fairqueue.public_url import public_base_url
 from fairqueue.schema import error
+from payments.paystack import signature_valid
 from payments.selectors import payment_get_for_customer
 from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut
 from payments.services import payment_initialize, payment_webhook_receive
@@ -115,3 +118,16 @@ class PaystackWebhookView(APIView):
             signature = ""
         outcome = payment_webhook_receive(body=request.body, signature=signature)
         return Response({"status": outcome.value})
+
+
+def webhook_signed(environ: dict[str, Any]) -> bool:
+    """The webhook's body, read ahead of its slot, carries our gateway's
+    signature: the proof that lets it ride in the purchase lane
+    (fairqueue/lanes.py). The view checks it again."""
+    body = environ.get("wsgi.input")
+    signature = environ.get("HTTP_X_PAYSTACK_SIGNATURE")
+    if not isinstance(body, io.BytesIO) or not isinstance(signature, str):
+        return False
+    if not signature.isascii():
+        return False
+    return signature_valid(body.getvalue(), signature, settings.PAYSTACK_SECRET_KEY)

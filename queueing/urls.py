@@ -1,5 +1,7 @@
 from django.urls import path
 
+from customers.authentication import token_signed
+from fairqueue.lanes import ARRIVAL, WAITING, declare
 from queueing.views import QueueLineStateView, QueuePositionView, QueueView, QueueWsTicketView
 from queueing.waitlist_views import WaitlistView
 
@@ -9,16 +11,21 @@ urlpatterns = [
         QueueLineStateView.as_view(),
         name="queue-state",
     ),
-    path("events/<uuid:event_id>/queue/", QueueView.as_view(), name="queue"),
+    path(
+        "events/<uuid:event_id>/queue/",
+        # A join takes its place in line when it runs: joins keep their order among arrivals.
+        declare(QueueView.as_view(), {"POST": ARRIVAL, "*": WAITING}, proof=token_signed),
+        name="queue",
+    ),
     path(
         "events/<uuid:event_id>/queue/position/",
-        QueuePositionView.as_view(),
+        declare(QueuePositionView.as_view(), WAITING, proof=token_signed),
         name="queue-position",
     ),
     path("events/<uuid:event_id>/waitlist/", WaitlistView.as_view(), name="waitlist"),
     path(
         "events/<uuid:event_id>/queue/ws-ticket/",
-        QueueWsTicketView.as_view(),
+        declare(QueueWsTicketView.as_view(), WAITING, proof=token_signed),
         name="queue-ws-ticket",
     ),
 ]

@@ -9,6 +9,6 @@ class StorefrontConfig(AppConfig):
     verbose_name = "Storefront"
 
     def ready(self) -> None:
-        from storefront import receivers  # noqa: F401  (connects the confirmation email)
+        from storefront import receivers  # noqa: F401  (connects the buyer's emails)
         # The pages and the admin are what CSRF protects.
         checks.register(csrf_middleware_check, checks.Tags.security, deploy=True)

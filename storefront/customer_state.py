@@ -17,10 +17,11 @@ from queueing.serializers import position_body
 from queueing.services import queue_position
 from storefront.selectors import (
     claim_latest_for_customer,
+    claims_held_by_customer,
     issued_tickets_for_customer,
     payment_latest_for_claim,
 )
-from storefront.wording import CLAIM_TEXT, PAYMENT_TEXT, RELEASE_TEXT, TICKET_TEXT, words
+from storefront.wording import CLAIM_TEXT, RELEASE_TEXT, TICKET_TEXT, payment_words, words
 
 
 def _queue(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> dict[str, Any] | None:
@@ -62,7 +63,7 @@ def _payment(claim: Claim) -> dict[str, Any] | None:
     return {
         "payment_id": str(payment.pk),
         "status": payment.status,
-        "status_text": words(PAYMENT_TEXT, payment.status),
+        "status_text": payment_words(payment),
         "reference": payment.reference,
         "authorization_url": payment.authorization_url or None,
         "amount": payment.amount,
@@ -110,6 +111,22 @@ def customer_event_state(
         # stays listed (as cancelled) so a refunded buyer sees what happened.
         "tickets": [ticket_body(t) for t in tickets],
     }
+
+
+def customer_holds(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
+    """Tickets held unpaid, for the bar every page shows while a hold runs."""
+    return [
+        {
+            "claim_id": str(claim.pk),
+            "event_id": str(claim.event_id),
+            "event_name": claim.event.name,
+            "quantity": claim.quantity,
+            "expires_at": claim.expires_at.isoformat(),
+            "paying": claim.payment_in_flight,
+            "url": reverse("waiting-room-page", args=[claim.event_id]),
+        }
+        for claim in claims_held_by_customer(customer_id=customer_id)[:10]
+    ]
 
 
 def customer_tickets(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:

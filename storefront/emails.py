@@ -1,9 +1,11 @@
-"""The confirmation email: HTML and plain text, the tickets (each with its QR
-code as an inline image) and a receipt."""
+"""The buyer's emails: the confirmation (HTML and plain text, the tickets,
+each with its QR code as an inline image, and a receipt) and the
+cancellation of a paid purchase (its tickets void, its money going back)."""
 
 from __future__ import annotations
 
 from email.mime.image import MIMEImage
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMessage, EmailMultiAlternatives
@@ -51,16 +53,9 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
         "my_tickets_url": public_url("/tickets/"),
         "event_url": public_url(f"/events/{event.pk}/"),
     }
-    # One line whatever the name holds: a header with CR/LF is refused by
-    # Django (no message at all, the buyer gets no tickets).
-    subject = "Your tickets for " + " ".join(event.name.split())
-    message = EmailMultiAlternatives(
-        subject=subject,
-        body=render_to_string("emails/confirmation.txt", context),
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[tickets[0].holder_email],
+    message = _message(
+        "confirmation", "Your tickets for", context, to=tickets[0].holder_email
     )
-    message.attach_alternative(render_to_string("emails/confirmation.html", context), "text/html")
     # multipart/related: the HTML shows each QR code by its Content-ID.
     message.mixed_subtype = "related"  # type: ignore[attr-defined]  # EmailMessage's; not in the stubs
     for ticket in tickets:
@@ -85,3 +80,41 @@ def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) 
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[to],
     )
+
+
+def cancellation_email(*, claim: Claim, reason: str) -> EmailMultiAlternatives | None:
+    """The message for a paid claim whose tickets were voided (``reason``:
+    ``refunded``, or ``staff``); None when it had no issued ticket."""
+    tickets = list(claim.issued_tickets.select_related("tier").order_by("seat"))
+    if not tickets:
+        return None
+    event = claim.event
+    context = {
+        "event": event,
+        "claim": claim,
+        "tier_name": claim.tier.name,
+        "refunded": reason == "refunded",
+        "codes": [ticket_code_display(t.code) for t in tickets],
+        "total": money_format(claim.amount, claim.currency),
+        "my_tickets_url": public_url("/tickets/"),
+    }
+    return _message(
+        "cancellation", "Cancelled: your tickets for", context, to=tickets[0].holder_email
+    )
+
+
+def _message(
+    template: str, subject: str, context: dict[str, Any], *, to: str
+) -> EmailMultiAlternatives:
+    """``emails/<template>.txt`` with its ``.html`` alternative, about the
+    context's event. One subject line whatever the event's name holds: a
+    header with CR/LF is refused by Django (no message at all)."""
+    context = {**context, "subject": subject + " " + " ".join(context["event"].name.split())}
+    message = EmailMultiAlternatives(
+        subject=context["subject"],
+        body=render_to_string(f"emails/{template}.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+    )
+    message.attach_alternative(render_to_string(f"emails/{template}.html", context), "text/html")
+    return message

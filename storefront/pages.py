@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -27,7 +28,7 @@ from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
 from storefront.ticket_pages import check_in_page, my_tickets_page, ticket_page, ticket_qr_svg
 from storefront.waiting_room import waiting_room_page
-from storefront.wording import PAYMENT_TEXT, words
+from storefront.wording import payment_words
 
 
 def event_list_page(request: HttpRequest) -> HttpResponse:
@@ -71,10 +72,12 @@ def signin_page(request: HttpRequest) -> HttpResponse:
         next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ) or not next_url.startswith("/"):
         next_url = "/"
+    # Development's console backend prints the code where the server runs.
+    in_terminal = settings.EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"
     return render(
         request,
         "account/signin.html",
-        {"config": {"api": "/api/v1/", "next": next_url}},
+        {"config": {"api": "/api/v1/", "next": next_url}, "codes_in_terminal": in_terminal},
     )
 
 
@@ -94,7 +97,7 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
         {
             "payment": payment,
             "pending": payment is not None and payment.status in LIVE_STATUSES,
-            "status_text": words(PAYMENT_TEXT, payment.status) if payment else "",
+            "status_text": payment_words(payment) if payment else "",
         },
         status=200 if payment is not None else 404,
     )

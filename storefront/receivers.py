@@ -8,10 +8,10 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from claims.signals import claim_confirmed
+from claims.signals import claim_cancelled, claim_confirmed
 from fairqueue.news import enqueue
 from queueing.signals import waitlist_offered
-from storefront.tasks import confirmation_email_send, offer_email_send
+from storefront.tasks import cancellation_email_send, confirmation_email_send, offer_email_send
 
 
 @receiver(claim_confirmed, dispatch_uid="storefront.confirmation_email")
@@ -27,3 +27,10 @@ def offer_email_enqueue(
 ) -> None:
     # The page and the socket tell the customer too; a lost email is not swept.
     enqueue(offer_email_send, str(event_id), str(customer_id), expires_at.isoformat())
+
+
+@receiver(claim_cancelled, dispatch_uid="storefront.cancellation_email")
+def cancellation_email_enqueue(
+    sender: Any, claim_id: uuid.UUID, reason: str, **kwargs: Any
+) -> None:
+    enqueue(cancellation_email_send, str(claim_id), reason)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from claims.domain import HOLDING_STATUSES, ticket_code_normalize
+from claims.domain import HOLDING_STATUSES, ClaimStatus, ticket_code_normalize
 from claims.models import Claim, IssuedTicket
 from payments.domain import PaymentStatus
 from payments.models import Payment
@@ -20,6 +21,18 @@ def claim_latest_for_customer(
     claims = Claim.objects.filter(event_id=event_id, customer_id=customer_id).select_related("tier")
     holding = claims.filter(status__in=HOLDING_STATUSES).first()
     return holding or claims.order_by("-created_at").first()
+
+
+def claims_held_by_customer(*, customer_id: uuid.UUID | str) -> QuerySet[Claim]:
+    """The customer's claims holding tickets unpaid (CLAIMED, not expired; at
+    most one per event), soonest expiry first."""
+    return (
+        Claim.objects.filter(
+            customer_id=customer_id, status=ClaimStatus.CLAIMED, expires_at__gt=timezone.now()
+        )
+        .select_related("event")
+        .order_by("expires_at")
+    )
 
 
 def payment_latest_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:

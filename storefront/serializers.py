@@ -78,3 +78,17 @@ class MeEventSerializer(serializers.Serializer):
 
 class MyTicketsSerializer(serializers.Serializer):
     results = IssuedTicketWithEventSerializer(many=True)
+
+
+class HoldSerializer(serializers.Serializer):
+    claim_id = serializers.UUIDField()
+    event_id = serializers.UUIDField()
+    event_name = serializers.CharField()
+    quantity = serializers.IntegerField()
+    expires_at = serializers.DateTimeField(help_text="Pay before this, or the tickets go back.")
+    paying = serializers.BooleanField(help_text="A payment is under way.")
+    url = serializers.CharField(help_text="The event's waiting room, where the hold is paid.")
+
+
+class MyHoldsSerializer(serializers.Serializer):
+    results = HoldSerializer(many=True)

@@ -1,4 +1,5 @@
-"""Writes of the storefront: the confirmation email's delivery record."""
+"""Writes of the storefront: the confirmation email's delivery record, and
+the cancellation email."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from claims.domain import ClaimStatus, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket
 from customers.models import Customer
 from events.models import Event
-from storefront.emails import confirmation_email, offer_email
+from storefront.emails import cancellation_email, confirmation_email, offer_email
 
 logger = logging.getLogger(__name__)
 
@@ -75,5 +76,20 @@ def offer_email_deliver(
         return "lapsed"
     offer_email(
         event_name=event.name, event_id=event.pk, to=customer.email, expires_at=expires_at
-    ).send()
+    ).send(fail_silently=False)
+    return "sent"
+
+
+def cancellation_email_deliver(*, claim_id: uuid.UUID | str, reason: str) -> str:
+    """Tell the buyer their paid purchase was cancelled. Sent once per
+    cancellation (the news of it comes once: a claim leaves CONFIRMED once);
+    a send failure raises (the task retries)."""
+    claim = Claim.objects.select_related("event", "tier").filter(pk=claim_id).first()
+    if claim is None or claim.status != ClaimStatus.RELEASED:
+        return "not_cancelled"
+    message = cancellation_email(claim=claim, reason=reason)
+    if message is None:
+        return "nothing_to_send"
+    message.send(fail_silently=False)
+    logger.info("cancellation email sent claim=%s", claim.pk)
     return "sent"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import smtplib
+from typing import Any
 
 from celery import shared_task
 
@@ -12,30 +13,31 @@ from storefront import services
 SWEEP_LOCK_TTL = 240.0
 
 
-@shared_task(
-    name="storefront.tasks.confirmation_email_send",
-    # SMTP refusals and network errors are worth another try; a template bug is not.
-    autoretry_for=(smtplib.SMTPException, OSError),
-    retry_backoff=15,
-    retry_backoff_max=900,
-    retry_jitter=True,
-    max_retries=12,
-)
+# SMTP refusals and network errors are worth another try; a template bug is not.
+EMAIL_RETRIES: dict[str, Any] = {
+    "autoretry_for": (smtplib.SMTPException, OSError),
+    "retry_backoff": 15,
+    "retry_backoff_max": 900,
+    "retry_jitter": True,
+    "max_retries": 12,
+}
+
+
+@shared_task(name="storefront.tasks.confirmation_email_send", **EMAIL_RETRIES)
 def confirmation_email_send(claim_id: str) -> str:
     return services.confirmation_email_deliver(claim_id=claim_id)
 
 
-@shared_task(
-    name="storefront.tasks.offer_email_send",
-    autoretry_for=(smtplib.SMTPException, OSError),
-    retry_backoff=15,
-    retry_backoff_max=120,
-    max_retries=5,
-)
+@shared_task(name="storefront.tasks.offer_email_send", **EMAIL_RETRIES)
 def offer_email_send(event_id: str, customer_id: str, expires_at: str) -> str:
     return services.offer_email_deliver(
         event_id=event_id, customer_id=customer_id, expires_at=expires_at
     )
+
+
+@shared_task(name="storefront.tasks.cancellation_email_send", **EMAIL_RETRIES)
+def cancellation_email_send(claim_id: str, reason: str) -> str:
+    return services.cancellation_email_deliver(claim_id=claim_id, reason=reason)
 
 
 @shared_task(name="storefront.tasks.confirmation_emails_sweep", **time_limits(SWEEP_LOCK_TTL))

@@ -6,9 +6,10 @@ from rest_framework.views import APIView
 from customers.authentication import IsCustomer, customer_of
 from events.selectors import event_public_get
 from fairqueue.schema import error
-from storefront.customer_state import customer_event_state, customer_tickets
+from storefront.customer_state import customer_event_state, customer_holds, customer_tickets
 from storefront.serializers import (
     MeEventSerializer,
+    MyHoldsSerializer,
     MyTicketsSerializer,
 )
 
@@ -38,3 +39,15 @@ class MyTicketsView(APIView):
     )
     def get(self, request: Request) -> Response:
         return Response({"results": customer_tickets(customer_id=customer_of(request).id)})
+
+
+class MyHoldsView(APIView):
+    permission_classes = [IsCustomer]
+
+    @extend_schema(
+        operation_id="me_holds",
+        summary="Tickets I hold and have not paid yet (every page's reminder bar)",
+        responses={200: MyHoldsSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"results": customer_holds(customer_id=customer_of(request).id)})

@@ -4,12 +4,14 @@ the customer's own state say these instead."""
 
 from __future__ import annotations
 
+from typing import Any
+
 PAYMENT_TEXT = {
     "INITIALIZING": "Starting your payment",
     "PENDING": "Waiting for your payment",
     "CONFIRMED": "Paid",
     "FAILED": "Not paid: you were not charged",
-    "REFUND_REQUIRED": "Paid, but the tickets were gone: a refund is on its way",
+    "REFUND_REQUIRED": "Paid, but this payment could not be kept: a refund is on its way",
     "REFUND_PENDING": "Refund on its way",
     "REFUNDED": "Refunded",
     "REFUND_FAILED": "Refund delayed: our staff are on it",
@@ -26,7 +28,7 @@ RELEASE_TEXT = {
     "expired": "Your hold ran out before payment",
     "payment_failed": "The payment did not go through",
     "staff": "Cancelled by our staff",
-    "refunded": "Refunded",
+    "refunded": "Your purchase was cancelled",
 }
 
 TICKET_TEXT = {
@@ -42,3 +44,21 @@ def words(table: dict[str, str], status: str | None) -> str:
     if not status:
         return ""
     return table.get(status, "Being processed")
+
+
+# A success of another amount or currency than asked (invariant 7): the
+# tickets were never at stake, the money goes back in full.
+WRONG_AMOUNT_TEXT = (
+    "The amount paid did not match the price, so it cannot pay for the tickets:"
+    " it is being refunded in full"
+)
+
+
+def payment_words(payment: Any) -> str:
+    """The plain words for one payment: its status's, except for money of
+    the wrong amount or currency on its way back."""
+    if payment.status == "REFUND_REQUIRED" and payment.paid_amount is not None:
+        paid_currency = (payment.paid_currency or "").upper()
+        if payment.paid_amount != payment.amount or paid_currency != payment.currency.upper():
+            return WRONG_AMOUNT_TEXT
+    return words(PAYMENT_TEXT, payment.status)

@@ -39,7 +39,20 @@ from fairqueue.webserver import (
 
 MANAGE_PY = REPO_ROOT / "manage.py"
 READY_TIMEOUT = 120.0  # seconds the banner waits for every process to listen
-ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - `make run` serves the LAN on PORT/WS_PORT, as documented
+LOOPBACK = "127.0.0.1"
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - only with RUN_ON_LAN, as documented
+# `make run` serves this machine only; RUN_ON_LAN=1 serves the local network too
+# (a phone on the same Wi-Fi), with the demo's random passwords.
+LAN_SWITCH = "RUN_ON_LAN"
+
+
+def on_lan(env: dict[str, str]) -> bool:
+    return env.get(LAN_SWITCH, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def serving_host(env: dict[str, str]) -> str:
+    """The address web, ws and the sandbox listen on."""
+    return ALL_INTERFACES if on_lan(env) else LOOPBACK
 
 
 @dataclass(frozen=True)
@@ -57,17 +70,18 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
     """Everything `make run` starts after migrations: add or remove entries here."""
     py = sys.executable
     celery = [py, "-m", "celery", "--app=config"]
+    host = serving_host(env)
     return [
         AppProcess(
             "web",
-            web_argv(host=ALL_INTERFACES, port=int(env["PORT"]),
+            web_argv(host=host, port=int(env["PORT"]),
                      workers=int(env.get("WEB_CONCURRENCY", DEFAULT_WORKERS)),
                      max_connections=int(env.get("WEB_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS))),
             port=int(env["PORT"]),
         ),
         AppProcess(
             "ws",
-            [py, "-m", "daphne", f"--bind={ALL_INTERFACES}", f"--port={env['WS_PORT']}",
+            [py, "-m", "daphne", f"--bind={host}", f"--port={env['WS_PORT']}",
              "config.asgi:application"],
             port=int(env["WS_PORT"]),
         ),
@@ -80,9 +94,9 @@ def app_processes(env: dict[str, str]) -> list[AppProcess]:
         ),
         AppProcess(
             "sandbox",
-            # On every interface, like web and ws: a phone on the LAN pays there
-            # (its checkout pages follow the host the customer used).
-            [py, "-m", "devtools.sandbox", f"--host={env.get('SANDBOX_HOST', ALL_INTERFACES)}",
+            # Where web and ws listen: a phone on the LAN pays there (its
+            # checkout pages follow the host the customer used).
+            [py, "-m", "devtools.sandbox", f"--host={env.get('SANDBOX_HOST', host)}",
              f"--port={env['SANDBOX_PORT']}"],
             needs_module="devtools.sandbox",
             port=int(env["SANDBOX_PORT"]),
@@ -180,26 +194,36 @@ def lan_addresses() -> list[str]:
     return sorted(a for a in found if not a.startswith("127."))
 
 
-def banner(env: dict[str, str], stack: Stack, demo_event: str) -> str:
+def demo_from(output: str) -> dict[str, str]:
+    """What `bootstrap_demo --quiet` printed: ``event <id>`` and each login's
+    ``<login> <password>``."""
+    return dict(line.split(" ", 1) for line in output.strip().splitlines() if " " in line)
+
+
+def banner(env: dict[str, str], stack: Stack, demo: dict[str, str]) -> str:
     """What `make run` prints once every process listens."""
     port, ws_port, sandbox_port = env["PORT"], env["WS_PORT"], env["SANDBOX_PORT"]
     site = f"http://localhost:{port}"
-    defaults = {"DEMO_ADMIN_PASSWORD": "admin", "DEMO_ORGANIZER_PASSWORD": "organizer"}
-    # Passwords given through the environment are not echoed.
-    shown = {name: f"${name}" if name in env else value for name, value in defaults.items()}
     embedded = {server.env_var for server in stack.servers}
     lines = [
         "",
         "FairQueue is running (every process listens). Ctrl-C stops everything.",
         f"  site             {site}/",
     ]
-    lines += [f"  on your LAN      http://{address}:{port}/" for address in lan_addresses()]
-    if demo_event:
-        lines.append(f"  demo sale        {site}/events/{demo_event}/queue/")
+    if on_lan(env):
+        lines += [f"  on your LAN      http://{address}:{port}/" for address in lan_addresses()]
+    else:
+        lines.append(f"  on your LAN      off: this machine only ({LAN_SWITCH}=1 serves it)")
+    if demo.get("event"):
+        lines.append(f"  demo sale        {site}/events/{demo['event']}/queue/")
     lines += [
         f"  admin            {site}/admin/",
-        f"                   superuser: admin / {shown['DEMO_ADMIN_PASSWORD']}",
-        f"                   organizer: organizer / {shown['DEMO_ORGANIZER_PASSWORD']}",
+        f"                   superuser: admin / {demo.get('admin', '?')}",
+        f"                   organizer: organizer / {demo.get('organizer', '?')}",
+    ]
+    if not {"EMAIL_URL", "EMAIL_BACKEND"} & env.keys():  # Django's console backend
+        lines.append("  sign-in codes    printed here, in the web lines (no email is sent)")
+    lines += [
         f"  API docs         {site}/api/docs/  (ReDoc: {site}/api/redoc/)",
         f"  health           {site}/healthz",
         f"  WebSocket        ws://localhost:{ws_port}/ws/events/<event_id>/queue/",
@@ -270,7 +294,7 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
     watch.check()
     if demo.returncode != 0:
         raise StartupError(f"manage.py bootstrap_demo failed:\n{demo.stderr.strip()}")
-    demo_event = demo.stdout.strip().splitlines()[-1] if demo.stdout.strip() else ""
+    demo_logins = demo_from(demo.stdout)
 
     width = max(len(e.name) for e in entries)
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -293,7 +317,7 @@ def run_system(env: dict[str, str], stack: Stack, watch: SignalWatch) -> int:
         if late:
             log(f"warning: still not ready after {READY_TIMEOUT:.0f} s: {', '.join(late)}")
         with lock:
-            write_line(sys.stdout, banner(env, stack, demo_event))
+            write_line(sys.stdout, banner(env, stack, demo_logins))
         return supervise(procs, stack, watch)
     finally:
         stop_groups(list(procs.values()))

@@ -187,6 +187,11 @@ def grid_rows(*, first: str, last: str, seats_per_row: int, section: str = "") -
 
 
 CSV_FLAGS = {"accessible", "restricted_view"}
+# A seat's place on the map, in seat pitches from the origin: room for any
+# hall, and every map stays drawable (svg.py scales by the extent).
+MAX_COORDINATE = 10_000.0
+MAX_SEAT_NUMBER = 99_999
+MAX_LABEL = 48  # inventory.models.Ticket.label
 
 
 def parse_seat_rows(rows: Sequence[Sequence[str]]) -> list[Seat]:
@@ -195,7 +200,8 @@ def parse_seat_rows(rows: Sequence[Sequence[str]]) -> list[Seat]:
     ``restricted_view``, separated by ``|`` or spaces. A first row whose
     number column is not a number is a header. Missing x/y: x = the number,
     y = the row's place in the file (1 nearest the stage). ValueError naming
-    the line for anything else."""
+    the line for anything else, a number, x or y out of bounds or a name
+    too long to store included."""
     seats: list[Seat] = []
     row_places: dict[tuple[str, str], int] = {}
     for line, fields in enumerate(rows, start=1):
@@ -215,17 +221,23 @@ def parse_seat_rows(rows: Sequence[Sequence[str]]) -> list[Seat]:
             y = float(cells[4]) if len(cells) > 4 and cells[4] else None
         except ValueError:
             raise ValueError(f"line {line}: number, x and y must be numbers") from None
-        if number < 1:
-            raise ValueError(f"line {line}: seat numbers start at 1")
+        if not 1 <= number <= MAX_SEAT_NUMBER:
+            raise ValueError(f"line {line}: seat numbers go from 1 to {MAX_SEAT_NUMBER}")
         if any(v is not None and not math.isfinite(v) for v in (x, y)):
             raise ValueError(f"line {line}: x and y must be finite")
+        if any(v is not None and abs(v) > MAX_COORDINATE for v in (x, y)):
+            raise ValueError(f"line {line}: x and y go from -{MAX_COORDINATE:,.0f} to "
+                             f"{MAX_COORDINATE:,.0f}")  # fmt: skip
+        label = seat_label(section=section, row=row, number=number)
+        if len(label) > MAX_LABEL:
+            raise ValueError(f"line {line}: the seat name {label!r} is over {MAX_LABEL} characters")
         flags = set(cells[5].replace("|", " ").split()) if len(cells) > 5 else set()
         if flags - CSV_FLAGS:
             raise ValueError(f"line {line}: unknown flags {sorted(flags - CSV_FLAGS)}")
         place = row_places.setdefault((section, row), len(row_places) + 1)
         seats.append(
             Seat(
-                label=seat_label(section=section, row=row, number=number),
+                label=label,
                 section=section,
                 row=row,
                 number=number,

@@ -58,8 +58,10 @@ def payment_reconcile(*, payment_id: uuid.UUID) -> str:
         if payment.status == P.INITIALIZING and _claim_waits(payment):
             outcome = payment_gateway_initialize(payment=payment, actor="reconcile")
             return f"initialize:{outcome}"
+        # A failed attempt keeps its claim: the buyer may try again until
+        # the claim expires (expiry releases it then).
         result = payment_verify_and_apply(
-            payment_id=payment_id, actor="reconcile", release_claim=True
+            payment_id=payment_id, actor="reconcile", release_claim=False
         )
     except GatewayTransientError:
         _back_off(payment)

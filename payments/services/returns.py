@@ -20,10 +20,11 @@ logger = logging.getLogger(__name__)
 
 def payment_check_on_return(*, reference: str) -> Payment | None:
     """The payment with this reference, verified with the gateway first when
-    it is PENDING (a success confirms it, a decline fails it and releases the
-    claim). At most one look per PAYMENT_RETURN_VERIFY_SECONDS per payment:
-    the page refreshes itself while the payment is pending, and a reload
-    must not become a stream of gateway calls."""
+    it is PENDING (a success confirms it, a decline fails it: the claim stays
+    held until its expiry, so the buyer may try again). At most one look per
+    PAYMENT_RETURN_VERIFY_SECONDS per payment: the page refreshes itself
+    while the payment is pending, and a reload must not become a stream of
+    gateway calls."""
     payment = Payment.objects.filter(reference=reference).first()
     if payment is None or payment.status != PaymentStatus.PENDING:
         return payment
@@ -37,7 +38,7 @@ def payment_check_on_return(*, reference: str) -> Payment | None:
     if not ours:
         return payment
     try:
-        payment_verify_and_apply(payment_id=payment.pk, actor="return", release_claim=True)
+        payment_verify_and_apply(payment_id=payment.pk, actor="return", release_claim=False)
     except GatewayTransientError:
         logger.info("payment %s: the gateway did not answer on return", reference)
     return Payment.objects.filter(pk=payment.pk).first()

@@ -25,7 +25,8 @@ P = PaymentStatus
 
 def payment_verify_now(*, payment_id: uuid.UUID, actor: str) -> str:
     """Ask the gateway now and apply its answer (a success for a failed
-    payment takes the late-success path). Returns what happened."""
+    payment takes the late-success path; a decline keeps the claim until its
+    expiry, as for the buyer's own look). Returns what happened."""
     payment = Payment.objects.get(pk=payment_id)
     payment_log(
         payment=payment, kind=EventKind.STAFF_ACTION, actor=actor, data={"action": "verify"}
@@ -33,7 +34,7 @@ def payment_verify_now(*, payment_id: uuid.UUID, actor: str) -> str:
     if payment.status == P.REFUNDED:
         return "refunded"
     try:
-        return payment_verify_and_apply(payment_id=payment_id, actor=actor, release_claim=True)
+        return payment_verify_and_apply(payment_id=payment_id, actor=actor, release_claim=False)
     except GatewayTransientError:
         return "gateway_unavailable"
 

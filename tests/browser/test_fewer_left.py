@@ -46,6 +46,9 @@ def test_the_page_offers_the_tickets_that_are_left(phone, stack):
     button = driver.find_element(By.ID, "fewer-left-button")
     assert button.text == "Hold these 2 tickets"
     assert text_of(driver, "room-error") == ""  # an offer, not an error
+    # One primary (filled) button: the offer's; the form's own steps back.
+    assert "secondary" not in (button.get_attribute("class") or "")
+    assert "secondary" in driver.find_element(By.ID, "claim-button").get_attribute("class")
     assert text_of(driver, "sale-badge") == "On sale"
     assert Claim.objects.filter(customer=customer).count() == 0
     # The whole offer fits the phone's width, its button within reach.

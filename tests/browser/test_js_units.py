@@ -26,8 +26,10 @@ def page() -> Iterator[tuple[webdriver.Chrome, str]]:
 
 def test_every_pure_module_has_its_tests():
     assert JS_TESTS == [
+        "attention.test.js",
         "countdown.test.js",
         "eta.test.js",
+        "holds.test.js",
         "line.test.js",
         "live.test.js",
         "machine.test.js",

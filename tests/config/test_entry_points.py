@@ -33,6 +33,28 @@ def test_management_help_works_without_database_or_redis(argv):
     assert "usage:" in result.stdout or "Available subcommands" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("argv", "debug"),
+    [(["help"], None), (["migrate", "--help"], "false"), (["bootstrap_demo", "-h"], None)],
+)
+def test_management_help_works_in_production_mode_without_secrets(argv, debug):
+    """No secret, no service, production mode (DJANGO_DEBUG off or unset):
+    help still prints, the project's own commands included."""
+    env = {"PATH": os.environ["PATH"], **({"DJANGO_DEBUG": debug} if debug else {})}
+    result = subprocess.run(  # noqa: S603 - our own manage.py
+        [sys.executable, str(REPO / "manage.py"), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout or "Available subcommands" in result.stdout
+    if argv[0] == "help":
+        assert "bootstrap_demo" in result.stdout  # the project's commands, not Django's only
+
+
 def test_without_services_a_real_command_still_says_what_is_missing():
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     result = subprocess.run(  # noqa: S603 - our own manage.py

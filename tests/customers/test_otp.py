@@ -275,23 +275,67 @@ def test_a_resend_of_the_same_client_is_throttled(api, mailoutbox, request_code)
     assert OneTimeCode.objects.count() == 1
 
 
-def test_a_resend_after_the_interval_sends_a_new_code_and_kills_the_old_one(api, request_code):
-    old, old_nonce = request_code("a@example.com")
+def test_a_resend_after_the_interval_sends_a_new_code_and_the_first_still_works(
+    api, request_code
+):
+    first, first_nonce = request_code("a@example.com")
     OneTimeCode.objects.update(
         created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
     )
 
-    new, nonce = request_code("a@example.com", nonce=old_nonce)
+    second, nonce = request_code("a@example.com", nonce=first_nonce)
 
-    assert nonce == old_nonce
+    assert nonce == first_nonce
     assert OneTimeCode.objects.count() == 2
-    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 1
-    if old != new:  # one time in a million the two codes are equal
-        response = verify(api, "a@example.com", old, nonce)
+    # The first email (often the last to arrive) still signs in, once.
+    assert verify(api, "a@example.com", first, nonce).status_code == 200
+    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 0
+    again = verify(api, "a@example.com", second, nonce)
+    assert again.status_code == 400
+    assert again.json()["error"]["code"] == "otp_invalid"
+
+
+def test_the_latest_code_works_and_ends_the_earlier_ones(api, request_code):
+    first, nonce = request_code("a@example.com")
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
+    )
+    second, _ = request_code("a@example.com", nonce=nonce)
+
+    assert verify(api, "a@example.com", second, nonce).status_code == 200
+    if first != second:  # one time in a million the two codes are equal
+        assert verify(api, "a@example.com", first, nonce).status_code == 400
+
+
+def test_a_wrong_guess_counts_against_every_live_code_of_the_client(api, request_code):
+    first, nonce = request_code("a@example.com")
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
+    )
+    second, _ = request_code("a@example.com", nonce=nonce)
+    wrong = next(c for c in (f"{n:06d}" for n in range(10**6)) if c not in (first, second))
+
+    answers = [verify(api, "a@example.com", wrong, nonce) for _ in range(settings.OTP_MAX_ATTEMPTS)]
+
+    assert [a.json()["error"]["details"].get("attempts_left") for a in answers[:-1]] == list(
+        range(settings.OTP_MAX_ATTEMPTS - 1, 0, -1)
+    )
+    # A resend adds no guesses: both codes are used up together.
+    assert verify(api, "a@example.com", first, nonce).status_code == 403
+    assert verify(api, "a@example.com", second, nonce).status_code == 403
+
+
+def test_a_code_asked_again_after_its_lifetime_does_not_work(api, request_code):
+    first, nonce = request_code("a@example.com")
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - settings.OTP_TTL, expires_at=timezone.now()
+    )
+    second, _ = request_code("a@example.com", nonce=nonce)
+
+    if first != second:
+        response = verify(api, "a@example.com", first, nonce)
         assert response.status_code == 400
-        assert response.json()["error"]["code"] == "otp_invalid"
-        assert Customer.objects.count() == 0
-    assert verify(api, "a@example.com", new, nonce).status_code == 200
+    assert verify(api, "a@example.com", second, nonce).status_code == 200
 
 
 # --- email failure ---------------------------------------------------------------

@@ -87,6 +87,27 @@ def test_two_parallel_verifies_of_one_code_give_exactly_one_token(mailoutbox):
     assert otp.consumed_at is not None and otp.attempts == 0
 
 
+def test_the_first_and_the_resent_code_in_parallel_give_exactly_one_token(mailoutbox):
+    first, nonce = fresh_code()
+    OneTimeCode.objects.update(
+        created_at=timezone.now() - timedelta(seconds=settings.OTP_RESEND_SECONDS + 1)
+    )
+    otp_request(email=EMAIL, nonce=nonce)
+    second = code_from(mail.outbox[-1])
+    calls = [{"email": EMAIL, "code": c, "nonce": nonce} for c in (first, second)] * 2
+
+    with transaction.atomic():
+        # The newest code's row: every verify of this client waits on it.
+        OneTimeCode.objects.select_for_update().filter(email=EMAIL).order_by("-created_at")[:1].get()
+        running = race_calls(otp_verify, calls)
+        wait_until_blocked(len(calls))
+    results = running.results()
+
+    assert len([r for r in results if not isinstance(r, Exception)]) == 1
+    assert Customer.objects.filter(email=EMAIL).count() == 1
+    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 0
+
+
 # --- wrong codes in parallel: attempts counted exactly ---------------------------------
 
 
@@ -171,8 +192,8 @@ def test_parallel_resends_of_one_client_send_exactly_one_code(mailoutbox):
 
     assert sum(not isinstance(r, Exception) for r in results) == 1
     assert error_codes(results) == Counter({"otp_resend_too_soon": n - 1})
-    assert OneTimeCode.objects.count() == 2  # the first code, replaced by one resend
-    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 1
+    assert OneTimeCode.objects.count() == 2  # the first code and one resend, both live
+    assert OneTimeCode.objects.filter(consumed_at__isnull=True).count() == 2
     assert len(mailoutbox) == 2
 
 

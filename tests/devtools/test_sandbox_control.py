@@ -310,7 +310,7 @@ def test_make_run_gives_the_sandbox_a_fresh_control_token_and_shows_it():
     point_at_each_other(env, with_sandbox=True)
     token = env["SANDBOX_CONTROL_TOKEN"]
     assert len(token) >= 32
-    text = banner({**env, **services}, Stack(), "")
+    text = banner({**env, **services}, Stack(), {})
     assert f"/_sandbox/  header X-Sandbox-Token: {token}" in text
     other = dict(ports)
     point_at_each_other(other, with_sandbox=True)
@@ -321,7 +321,7 @@ def test_make_run_gives_the_sandbox_a_fresh_control_token_and_shows_it():
     without = dict(ports)
     point_at_each_other(without, with_sandbox=False)
     assert "SANDBOX_CONTROL_TOKEN" not in without
-    assert "sandbox control" not in banner({**without, **services}, Stack(), "")
+    assert "sandbox control" not in banner({**without, **services}, Stack(), {})
 
 
 @pytest.mark.slow

@@ -115,3 +115,17 @@ def test_create_event_with_an_invalid_reserved_tier_creates_nothing(spec):
         create_event("--name", "Bad", "--reserved-tier", spec, "--organizer", "o@example.com")
     assert Event.objects.count() == 0
     assert Ticket.objects.count() == 0
+
+
+def test_the_demo_event_is_dated_and_has_a_seated_tier():
+    """bootstrap_demo: pages, tickets and emails show the show's date, and
+    the demo shows a seat map."""
+    out = StringIO()
+    call_command("bootstrap_demo", "--quiet", stdout=out)
+    event_id = dict(line.split(" ", 1) for line in out.getvalue().splitlines())["event"]
+    event = Event.objects.get(pk=event_id)
+    assert event.starts_at is not None and event.starts_at > event.sale_end
+    reserved = TicketTier.objects.get(event=event, kind="reserved")
+    seats = Ticket.objects.filter(tier=reserved)
+    assert seats.count() == reserved.inventory == 200
+    assert not seats.filter(label__isnull=True).exists()  # each one a seat on the map

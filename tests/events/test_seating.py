@@ -69,6 +69,13 @@ def test_a_csv_import_with_sections_coordinates_and_flags():
         "Stalls,A,1,,,golden\n",
         "Stalls,A,1\nStalls,A,1\n",
         "",
+        # Out of bounds: a map no page can draw, a number or a name the table cannot hold.
+        "Stalls,A,1,1e300,1\n",
+        "Stalls,A,1,-1e308,1\nStalls,A,2,1e308,1\n",
+        "Stalls,A,1,1,10001\n",
+        "Stalls,A,9999999999\n",
+        "Stalls,A,100000\n",
+        f"{'S' * 32},{'R' * 16},1\n",
     ],
 )
 def test_a_bad_csv_changes_nothing(text):

@@ -53,6 +53,7 @@ PROTECTED = [
     ("get", "/api/v1/payments/{payment_id}/"),
     ("get", "/api/v1/events/{event_id}/me/"),
     ("get", "/api/v1/me/tickets/"),
+    ("get", "/api/v1/me/holds/"),
 ]
 # Operations that take a JSON body.
 WITH_BODY = [

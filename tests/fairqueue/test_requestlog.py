@@ -127,17 +127,31 @@ def test_request_latency_is_recorded_by_route_not_by_path(client):
     assert sample("fairqueue_http_request_duration_seconds_count", **labels) == before + 3
 
 
-@pytest.mark.parametrize("name", ["celery.app.trace", "celery.worker.strategy", "celery.beat"])
-def test_celery_per_task_chatter_is_debug(log_output, name):
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("celery.app.trace", "Task queueing.tasks.admission_tick[abc] succeeded in 0.01s"),
+        ("celery.worker.strategy", "Task queueing.tasks.admission_tick[abc] received"),
+        ("celery.beat", "Scheduler: Sending due task tick (queueing.tasks.admission_tick)"),
+    ],
+)
+def test_celery_per_task_chatter_is_debug(log_output, name, line):
     out = log_output()
-    logging.getLogger(name).info("Task queueing.tasks.admission_tick[abc] succeeded in 0.01s")
+    logging.getLogger(name).info(line)
     logging.getLogger(name).error("Task queueing.tasks.admission_tick[abc] raised Boom")
     assert out.getvalue().count("\n") == 1
     assert f"ERROR {name}" in out.getvalue()
 
     out = log_output(level="DEBUG")
-    logging.getLogger(name).info("Task queueing.tasks.admission_tick[abc] succeeded in 0.01s")
+    logging.getLogger(name).info(line)
     assert f"DEBUG {name}" in out.getvalue()
+
+
+def test_beat_says_it_started_at_info(log_output):
+    """`make run` waits for this line before its banner (devtools/devstack)."""
+    out = log_output()
+    logging.getLogger("celery.beat").info("beat: Starting...")
+    assert "INFO celery.beat [-] beat: Starting..." in out.getvalue()
 
 
 def test_other_info_lines_stay_info(log_output):

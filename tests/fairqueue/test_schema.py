@@ -49,6 +49,7 @@ DOCUMENTED_ERRORS = {
     ("get", "/api/v1/payments/{payment_id}/"): {401, 404, 429},
     ("get", "/api/v1/events/{event_id}/me/"): {401, 404, 429},
     ("get", "/api/v1/me/tickets/"): {401, 429},
+    ("get", "/api/v1/me/holds/"): {401, 429},
     # Organizer session, not a customer token: its own 401 and 403.
     ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
 }

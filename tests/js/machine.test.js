@@ -51,7 +51,10 @@ test("a claim beats the queue entry: held, paying, paid", () => {
   const paying = me({ claim: claim("CLAIMED"), payment: { status: "PENDING", status_text: "Waiting for your payment" } });
   assert.equal(phaseFor(paying, ctx).phase, "paying");
   const failed = me({ claim: claim("CLAIMED"), payment: { status: "FAILED", status_text: "Not paid: you were not charged" } });
-  assert.deepEqual(phaseFor(failed, ctx), { phase: "claim", notice: "Not paid: you were not charged." });
+  assert.deepEqual(phaseFor(failed, ctx), {
+    phase: "claim",
+    notice: "Not paid: you were not charged. Your tickets are still held: try again before the hold runs out.",
+  });
   assert.equal(phaseFor(me({ claim: claim("CONFIRMED") }), { saleState: "ended" }).phase, "confirmed");
 });
 
@@ -63,6 +66,19 @@ test("a released hold says why and offers the queue again", () => {
 test("refunded tickets are not shown as tickets to use", () => {
   const refunded = me({ claim: claim("RELEASED", { release_text: "Refunded" }), tickets: [{ status: "VOID" }] });
   assert.equal(phaseFor(refunded, { saleState: "on_sale" }).phase, "join");
+});
+
+test("a staff refund is said once", () => {
+  const refunded = me({
+    claim: claim("RELEASED", { release_text: "Your purchase was cancelled" }),
+    payment: { status: "REFUNDED", status_text: "Refunded" },
+  });
+  assert.equal(phaseFor(refunded, { saleState: "on_sale" }).notice, "Your purchase was cancelled. Refunded.");
+  const same = me({
+    claim: claim("RELEASED", { release_text: "Refunded" }),
+    payment: { status: "REFUNDED", status_text: "Refunded" },
+  });
+  assert.equal(phaseFor(same, { saleState: "on_sale" }).notice, "Refunded.");
 });
 
 test("pushes: the line moving, our turn, the sale changing", () => {

@@ -1,6 +1,8 @@
 """Declines send no webhook (as with Paystack): they are found when the
 customer comes back to the callback page, or by reconciliation within one
-interval. Non-final statuses hold tickets only up to a bound."""
+interval. A declined attempt keeps the claim until its expiry: the buyer
+tries again with a new payment. Non-final statuses hold tickets only up to
+a bound."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from claims.models import Claim
+from claims.services import claims_expire
 from payments.services import paying_claims_expire, payments_reconcile
 from tests.support.factories import UserFactory
 from tests.support.payments import (
@@ -26,6 +29,12 @@ from tests.support.payments import (
 pytestmark = pytest.mark.django_db
 
 RETURN = "/payments/return/"
+
+
+def payments_reconcile_now(payment) -> None:
+    """Reconciliation, with this payment due now."""
+    type(payment).objects.filter(pk=payment.pk).update(next_check_at=timezone.now())
+    payments_reconcile()
 
 
 def test_a_decline_is_failed_within_one_reconcile_interval_without_a_webhook(
@@ -44,8 +53,51 @@ def test_a_decline_is_failed_within_one_reconcile_interval_without_a_webhook(
 
     assert reload(payment).status == "FAILED"
     claim = reload(claim)
-    assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "payment_failed")
+    # The hold stays: the buyer may try another card until the claim expires.
+    assert claim.status == ClaimStatus.CLAIMED
+    assert held_tickets(claim) == 2
+
+
+def test_a_declined_claim_is_released_by_its_expiry(
+    api, sandbox, django_capture_on_commit_callbacks
+):
+    claim = make_claim(quantity=2)
+    payment = pending_payment(api, claim)
+    sandbox.pay(payment.reference, outcome="failed")
+    payments_reconcile_now(payment)
+    assert reload(claim).status == ClaimStatus.CLAIMED
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        claims_expire()  # no payment in flight now: plain claim expiry
+
+    claim = reload(claim)
+    assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "expired")
     assert held_tickets(claim) == 0
+
+
+def test_after_a_decline_the_buyer_tries_again_and_pays(api, client, sandbox):
+    claim = make_claim(quantity=2)
+    first = pending_payment(api, claim)
+    sandbox.pay(first.reference, outcome="failed")
+    client.get(RETURN, {"reference": first.reference})
+    assert reload(first).status == "FAILED"
+
+    second = pending_payment(api, claim)  # "Try again": a new payment, same claim
+
+    assert second.pk != first.pk and second.reference != first.reference
+    sandbox.pay(second.reference, send_webhook=False)
+    post_webhook(client, *sandbox.webhook(second.reference))
+    assert reload(second).status == "CONFIRMED"
+    assert reload(claim).status == ClaimStatus.CONFIRMED
+    assert held_tickets(claim) == 2
+    # The declined attempt succeeds after all (the gateway changed its mind):
+    # the claim is paid already, so this money goes back, never a second sale.
+    sandbox.pay(first.reference, send_webhook=False)
+    post_webhook(client, *sandbox.webhook(first.reference))
+    assert reload(first).status in ("REFUND_REQUIRED", "REFUND_PENDING")
+    assert reload(claim).status == ClaimStatus.CONFIRMED
+    assert held_tickets(claim) == 2
 
 
 def test_the_return_page_verifies_at_once(api, client, sandbox):
@@ -57,8 +109,9 @@ def test_the_return_page_verifies_at_once(api, client, sandbox):
 
     assert page.status_code == 200
     assert b"did not go through" in page.content
+    assert b"Try again" in page.content
     assert reload(payment).status == "FAILED"
-    assert reload(claim).status == ClaimStatus.RELEASED
+    assert reload(claim).status == ClaimStatus.CLAIMED
     assert sandbox.stats()["verify_calls"] == 1
 
 

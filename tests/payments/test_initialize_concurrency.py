@@ -83,3 +83,23 @@ def test_the_guard_makes_one_payment_and_one_gateway_call(sandbox):
         assert sandbox.stats()["initialize_calls"] == round_ + 1
         payment.refresh_from_db()
         assert payment.status == "PENDING"
+
+
+def test_after_a_decline_concurrent_retries_make_one_new_payment(sandbox):
+    claim = make_claim()
+    first = pay_concurrently(claim)
+    declined = Payment.objects.get(claim=claim)
+    sandbox.pay(declined.reference, outcome="failed")
+    APIClient().get("/payments/return/", {"reference": declined.reference})
+    declined.refresh_from_db()
+    assert declined.status == "FAILED" and first
+
+    answers = pay_concurrently(claim)  # "Try again", tapped in two tabs at once
+
+    codes = sorted(a.status_code for a in answers)
+    assert codes.count(201) == 1, codes
+    assert set(codes) <= {200, 201, 503}
+    retry = Payment.objects.exclude(pk=declined.pk).get(claim=claim)
+    assert retry.status == "PENDING"
+    assert Payment.objects.filter(claim=claim, status__in=["INITIALIZING", "PENDING"]).count() == 1
+    assert sandbox.stats()["initialize_created"] == 2

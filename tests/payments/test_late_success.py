@@ -3,9 +3,11 @@ when its tickets are free, or else the payment is REFUND_REQUIRED. Never
 silently dropped."""
 
 import pytest
+from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.services import claim_release
+from claims.models import Claim
+from claims.services import claim_release, claims_expire
 from inventory.models import Ticket
 from payments.models import Payment
 from tests.support.factories import CustomerFactory, TierFactory
@@ -70,11 +72,14 @@ def test_success_after_release_with_tickets_gone_requires_a_refund(api, client, 
 def test_success_for_a_payment_we_failed_takes_the_same_path(api, client, sandbox):
     claim = make_claim()
     payment = pending_payment(api, claim)
-    # The customer declined once (found when they came back: we failed and
-    # released), then paid on the same checkout after all.
+    # The customer declined once (found when they came back: we failed it),
+    # did not try again, and the hold ran out; then the same checkout was
+    # paid after all.
     sandbox.pay(payment.reference, outcome="failed")
     assert client.get("/payments/return/", {"reference": payment.reference}).status_code == 200
     assert reload(payment).status == "FAILED"
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now())
+    claims_expire()
     assert reload(claim).status == ClaimStatus.RELEASED
 
     payment = deliver_success(client, sandbox, payment)

@@ -91,9 +91,8 @@ def test_customer_declines_and_the_return_page_finds_it_at_once(live_server, gat
     assert "did not go through" in landing.text
     assert reload(payment).status == "FAILED"
     claim = reload(claim)
-    assert claim.status == ClaimStatus.RELEASED
-    assert claim.release_reason == "payment_failed"
-    assert held_tickets(claim) == 0
+    assert claim.status == ClaimStatus.CLAIMED  # held until its expiry: "Try again"
+    assert held_tickets(claim) == 1
     assert payment.events.filter(kind="verify_result", actor="return").count() == 1
 
 

@@ -74,7 +74,8 @@ def wrong_success(client, gateway, payment: Payment, **reported) -> Payment:
 
 
 def declined(client, gateway, payment: Payment) -> Payment:
-    """A decline, found when the customer came back: FAILED, claim released."""
+    """A decline, found when the customer came back: FAILED (the claim stays
+    held until its expiry)."""
     gateway.pay(payment.reference, outcome="failed")
     assert client.get("/payments/return/", {"reference": payment.reference}).status_code == 200
     payment = reload(payment)
@@ -131,6 +132,8 @@ def failed_tickets_gone(api, client, gateway, settings) -> Found:
     tier = tier_of(2)
     claim = make_claim(tier=tier, quantity=2)
     payment = declined(client, gateway, pending_payment(api, claim))
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now())
+    claims_expire()  # the buyer did not try again: the hold ran out
     make_claim(tier=tier, customer=CustomerFactory(), quantity=2)  # the tickets went on
     return _found(payment)
 

@@ -79,8 +79,9 @@ def test_initialize_example_makes_the_payment_pending(api, stub):
     ("status", "payment_status", "claim_status"),
     [
         ("success", "CONFIRMED", ClaimStatus.CONFIRMED),
-        ("failed", "FAILED", ClaimStatus.RELEASED),
-        ("reversed", "FAILED", ClaimStatus.RELEASED),  # the money went back: not paid
+        # Not paid: the claim stays held until its expiry (the buyer may try again).
+        ("failed", "FAILED", ClaimStatus.CLAIMED),
+        ("reversed", "FAILED", ClaimStatus.CLAIMED),  # the money went back: not paid
         ("abandoned", "PENDING", ClaimStatus.CLAIMED),  # the claim is still running
         ("ongoing", "PENDING", ClaimStatus.CLAIMED),
         ("pending", "PENDING", ClaimStatus.CLAIMED),

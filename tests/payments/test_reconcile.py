@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
+from claims.services import claims_expire
 from fairqueue.faults import InjectedFault, fault_armed
 from fairqueue.locks import SKIPPED, task_lock
 from payments import tasks
@@ -114,7 +115,7 @@ def test_pending_paid_but_webhook_lost_is_confirmed_by_verify(api, sandbox):
 
 
 @pytest.mark.django_db
-def test_pending_declined_is_failed_and_released(api, sandbox):
+def test_pending_declined_is_failed_and_its_claim_kept_for_another_try(api, sandbox):
     payment = pending_payment(api)
     sandbox.pay(payment.reference, outcome="failed", send_webhook=False)
     time_passes(payment)
@@ -124,8 +125,8 @@ def test_pending_declined_is_failed_and_released(api, sandbox):
     payment = reload(payment)
     assert payment.status == "FAILED"
     claim = reload(payment.claim)
-    assert claim.status == ClaimStatus.RELEASED
-    assert held_tickets(claim) == 0
+    assert claim.status == ClaimStatus.CLAIMED  # until its expiry: the buyer may try again
+    assert held_tickets(claim) == 1
 
 
 @pytest.mark.django_db
@@ -154,7 +155,9 @@ def test_pending_unpaid_backs_off_until_the_claim_is_over(api, sandbox, settings
     time_passes(payment)
     assert payments_reconcile() == {"verify:abandoned": 1}
     assert reload(payment).status == "FAILED"
-    assert reload(payment.claim).status == ClaimStatus.RELEASED
+    claims_expire()  # no payment in flight: the claim's own expiry releases it
+    claim = reload(payment.claim)
+    assert (claim.status, claim.release_reason) == (ClaimStatus.RELEASED, "expired")
 
 
 @pytest.mark.django_db

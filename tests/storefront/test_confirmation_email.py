@@ -14,6 +14,7 @@ from django.utils import timezone
 from claims.domain import ReleaseReason, ticket_code_display
 from claims.models import IssuedTicket
 from claims.services import claim_confirm, claim_release
+from payments.services import payment_refund
 from storefront import services
 from storefront.tasks import confirmation_email_send, confirmation_emails_sweep
 from tests.support.payments import make_claim, pending_payment, post_webhook
@@ -147,3 +148,31 @@ def test_an_event_name_with_line_breaks_still_gets_its_tickets_mailed(eager_task
     assert built["Bcc"] is None
     assert message.recipients() == [claim.customer.email]
     assert "\r" not in built["Subject"] and "\n" not in built["Subject"]
+
+
+def test_a_staff_refund_sends_the_buyer_one_cancellation_email(
+    api, client, sandbox, eager_tasks, django_capture_on_commit_callbacks
+):
+    tier = on_sale(tickets=5, price=500_000, name="Detty December")
+    claim = make_claim(tier=tier)
+    payment = pending_payment(api, claim)
+    sandbox.pay(payment.reference, send_webhook=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        post_webhook(client, *sandbox.webhook(payment.reference))
+    code = ticket_code_display(IssuedTicket.objects.get(claim=claim).code)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        payment_refund(
+            payment_id=payment.pk, actor="staff:ada", reason="asked by the buyer", staff_action=True
+        )
+
+    assert [m.subject for m in mail.outbox] == [
+        "Your tickets for Detty December",
+        "Cancelled: your tickets for Detty December",
+    ]
+    cancelled = mail.outbox[1]
+    assert cancelled.to == [claim.customer.email]
+    assert "cancelled and refunded: NGN 5,000.00" in cancelled.body
+    assert code in cancelled.body
+    (html, _), = cancelled.alternatives
+    assert code in html

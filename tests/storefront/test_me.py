@@ -11,7 +11,7 @@ from claims.domain import ReleaseReason
 from claims.services import claim_confirm, claim_create, claim_release
 from queueing import services as queue
 from tests.support.factories import CustomerFactory, bearer
-from tests.support.sales import admit_directly, on_sale, pay
+from tests.support.sales import admit_directly, claim_one, on_sale, pay
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +126,7 @@ def test_after_paying_the_tickets_are_there_and_after_a_refund_they_say_cancelle
     assert (ticket["status"], ticket["status_text"], ticket["seat"]) == ("VALID", "Valid", 1)
     assert len(ticket["code"]) == 19  # ABCD-2345-EFGH-6789
     assert ticket["url"] == f"/tickets/{ticket['code'].replace('-', '')}/"
-    assert refunded["claim"]["release_text"] == "Refunded"
+    assert refunded["claim"]["release_text"] == "Your purchase was cancelled"
     assert [(t["code"], t["status_text"]) for t in refunded["tickets"]] == [
         (ticket["code"], "Cancelled")
     ]
@@ -137,7 +137,7 @@ def test_no_raw_status_word_reaches_a_customer_as_text(api):
     from storefront.wording import PAYMENT_TEXT, words
 
     assert words(PAYMENT_TEXT, "REFUND_REQUIRED") == (
-        "Paid, but the tickets were gone: a refund is on its way"
+        "Paid, but this payment could not be kept: a refund is on its way"
     )
     assert words(PAYMENT_TEXT, "SOMETHING_NEW") == "Being processed"
     assert all("_" not in text and not text.isupper() for text in PAYMENT_TEXT.values())
@@ -172,3 +172,55 @@ def test_my_tickets_lists_mine_only_newest_first(api):
     assert [r["event_name"] for r in results] == ["Gig 1", "Gig 0"]
     assert {r["venue"] for r in results} == {"Eko Hotel"}
     assert api.get("/api/v1/me/tickets/").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("paid", "words_start"),
+    [
+        ((4_000, "NGN"), "The amount paid did not match the price"),
+        ((5_000, "USD"), "The amount paid did not match the price"),
+        ((5_000, "NGN"), "Paid, but this payment could not be kept"),  # a second charge
+    ],
+)
+def test_a_payment_on_the_refund_path_says_why_in_plain_words(api, client, paid, words_start):
+    from tests.support.payments import payment_row
+
+    payment = payment_row(reference=f"fq-{uuid.uuid4().hex[:24]}", amount=5_000)
+    type(payment).objects.filter(pk=payment.pk).update(
+        status="REFUND_REQUIRED", paid_amount=paid[0], paid_currency=paid[1]
+    )
+
+    body = me(api, payment.claim.event_id, payment.customer).json()
+    page = client.get("/payments/return/", {"reference": payment.reference})
+
+    assert body["payment"]["status_text"].startswith(words_start)
+    assert words_start in page.content.decode()
+
+
+def test_my_holds_are_the_unpaid_claims_still_running(api):
+    tier = on_sale(tickets=3)
+    other = on_sale(tickets=3)
+    customer = CustomerFactory()
+    (here,) = admit_directly(tier.event, [customer])
+    (there,) = admit_directly(other.event, [customer])
+    held = claim_one(tier, here)
+    paid = claim_one(other, there)
+    claim_confirm(claim_id=paid.pk)
+
+    body = api.get("/api/v1/me/holds/", **bearer(customer)).json()
+
+    assert body == {
+        "results": [
+            {
+                "claim_id": str(held.pk),
+                "event_id": str(tier.event_id),
+                "event_name": tier.event.name,
+                "quantity": 1,
+                "expires_at": held.expires_at.isoformat(),
+                "paying": False,
+                "url": f"/events/{tier.event_id}/queue/",
+            }
+        ]
+    }
+    assert api.get("/api/v1/me/holds/", **bearer(CustomerFactory())).json() == {"results": []}
+    assert api.get("/api/v1/me/holds/").status_code == 401

@@ -312,6 +312,21 @@ def test_the_signin_page_renders_the_email_and_code_forms(client):
 
 
 @pytest.mark.parametrize(
+    ("backend", "said"),
+    [
+        ("django.core.mail.backends.console.EmailBackend", True),  # make run
+        ("django.core.mail.backends.smtp.EmailBackend", False),
+    ],
+)
+def test_in_development_the_signin_page_says_the_code_is_in_the_terminal(
+    client, settings, backend, said
+):
+    settings.EMAIL_BACKEND = backend
+    html = client.get("/signin/").content.decode()
+    assert ("printed in the terminal running <code>make run</code>" in html) is said
+
+
+@pytest.mark.parametrize(
     "next_url", ["https://evil.test/", "//evil.test/x", "javascript:alert(1)", "events/x/"]
 )
 def test_the_signin_page_only_returns_to_this_site(client, next_url):

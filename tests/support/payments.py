@@ -13,6 +13,7 @@ import requests
 from django.utils import timezone
 
 from claims.models import Claim
+from claims.services import claims_expire
 from customers.models import Customer
 from devtools.sandbox import SandboxServer, shapes, webhooks
 from events.models import Event, TicketTier
@@ -243,8 +244,8 @@ class Shop:
 class PaidSale:
     """An ACTIVE event sold through the real services, API and sandbox
     gateway: Regular (3 tickets) bought by two customers and declined by a
-    third in between, VIP (1 ticket) bought; one Regular ticket left. Every
-    invariant holds, settled ones included."""
+    third in between (whose hold then ran out), VIP (1 ticket) bought; one
+    Regular ticket left. Every invariant holds, settled ones included."""
 
     event: Event
     regular: TicketTier
@@ -265,6 +266,10 @@ def make_paid_sale(shop: Shop) -> PaidSale:
     first, second, third, fourth = admit_directly(event, make_customers(4))
     paid = [shop.buy(first, regular)]
     declined = shop.buy(second, regular, outcome="failed")
+    # The decliner did not try again: the hold ran out and its ticket went back.
+    Claim.objects.filter(pk=declined.claim_id).update(expires_at=timezone.now())
+    with shop.on_commit(execute=True):
+        claims_expire()
     paid += [shop.buy(third, regular), shop.buy(fourth, vip)]
     assert [p.status for p in paid] == ["CONFIRMED"] * 3
     assert declined.status == "FAILED"

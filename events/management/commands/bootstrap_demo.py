@@ -1,4 +1,6 @@
 import os
+import secrets
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
@@ -7,6 +9,8 @@ from django.db import transaction
 
 from events.models import Event, Organizer
 from events.services import TierSpec, default_sale_window, event_activate, event_create
+
+DEMO_USERS = {"admin": "DEMO_ADMIN_PASSWORD", "organizer": "DEMO_ORGANIZER_PASSWORD"}
 
 DEMO_SLUG = "burna-boy-live-in-lagos"
 ORGANIZER_GROUP = "Organizers"
@@ -32,28 +36,40 @@ def ensure_organizer_group() -> Group:
 
 
 class Command(BaseCommand):
-    help = "Create (once) the demo admin, organizer login and event; print how to reach them."
+    help = (
+        "Create (once) the demo admin, organizer login and event; give the two logins "
+        "fresh random passwords (or DEMO_ADMIN_PASSWORD / DEMO_ORGANIZER_PASSWORD) and "
+        "print how to reach them."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--quiet",
             action="store_true",
-            help="Print only the demo event's id (`make run` prints its own banner once "
-            "every process listens).",
+            help="Print only `event <id>` and `<login> <password>` lines (`make run` prints "
+            "its own banner once every process listens).",
         )
 
     @transaction.atomic
     def handle(self, *args, **options):
         users = get_user_model().objects
-        admin_password = os.environ.get("DEMO_ADMIN_PASSWORD", "admin")
-        organizer_password = os.environ.get("DEMO_ORGANIZER_PASSWORD", "organizer")
-        if not users.filter(username="admin").exists():
-            users.create_superuser("admin", "admin@fairqueue.local", admin_password)
+        # A fresh random password on every run, unless one is given: a demo
+        # reachable by others never has a password anyone can guess.
+        passwords = {
+            login: os.environ.get(var) or secrets.token_urlsafe(12)
+            for login, var in DEMO_USERS.items()
+        }
+        admin_user = users.filter(username="admin").first()
+        if admin_user is None:
+            admin_user = users.create_superuser("admin", "admin@fairqueue.local", None)
         organizer_user = users.filter(username="organizer").first()
         if organizer_user is None:
             organizer_user = users.create_user(
-                "organizer", "organizer@fairqueue.local", organizer_password, is_staff=True
+                "organizer", "organizer@fairqueue.local", None, is_staff=True
             )
+        for user in (admin_user, organizer_user):
+            user.set_password(passwords[user.username])
+            user.save(update_fields=["password"])
         organizer_user.groups.add(ensure_organizer_group())
         organizer, _ = Organizer.objects.get_or_create(name="Demo Promotions")
         organizer.members.add(organizer_user)
@@ -64,40 +80,39 @@ class Command(BaseCommand):
             event = event_create(
                 organizer=organizer,
                 name="Burna Boy Live in Lagos",
-                description="Demo flash sale: 5,000 tickets in three tiers.",
+                description="Demo flash sale: 5,000 tickets in three tiers, the VVIP seats "
+                "chosen on the seat map.",
                 venue="Eko Convention Centre, Lagos",
+                # The show: two days after the sale closes, 8 pm in Lagos.
+                starts_at=(end + timedelta(days=2)).replace(
+                    hour=19, minute=0, second=0, microsecond=0
+                ),
                 sale_start=start,
                 sale_end=end,
                 tiers=[
                     TierSpec("Regular", 5_000_000, 4_000),
                     TierSpec("VIP", 25_000_000, 800),
-                    TierSpec("VVIP", 100_000_000, 200),
+                    TierSpec.reserved(name="VVIP", price=100_000_000, rows=10, seats_per_row=20),
                 ],
                 admission_batch_size=200,
             )
             transaction.on_commit(lambda: event_activate(event_id=event.pk))
 
         if options["quiet"]:
-            self.stdout.write(str(event.pk))
+            self.stdout.write(f"event {event.pk}")
+            for login, var in DEMO_USERS.items():
+                self.stdout.write(f"{login} {shown_password(login, var, passwords)}")
             return
         port = os.environ.get("PORT", "8000")
         ws_port = os.environ.get("WS_PORT", "8001")
-        # Passwords given through the environment are not echoed.
-        shown_admin = (
-            "$DEMO_ADMIN_PASSWORD" if "DEMO_ADMIN_PASSWORD" in os.environ else admin_password
-        )
-        shown_org = (
-            "$DEMO_ORGANIZER_PASSWORD"
-            if "DEMO_ORGANIZER_PASSWORD" in os.environ
-            else organizer_password
-        )
+        shown = {login: shown_password(login, var, passwords) for login, var in DEMO_USERS.items()}
         lines = [
             "",
             "FairQueue is starting:",
             f"  site        http://localhost:{port}/",
             f"  admin       http://localhost:{port}/admin/",
-            f"              superuser: admin / {shown_admin}",
-            f"              organizer: organizer / {shown_org}",
+            f"              superuser: admin / {shown['admin']}",
+            f"              organizer: organizer / {shown['organizer']}",
             f"  API docs    http://localhost:{port}/api/docs/",
             f"  health      http://localhost:{port}/healthz",
             f"  WebSocket   ws://localhost:{ws_port}/ws/events/<event_id>/queue/?ticket=<ticket>"
@@ -106,3 +121,8 @@ class Command(BaseCommand):
             "",
         ]
         self.stdout.write("\n".join(lines))
+
+
+def shown_password(login: str, var: str, passwords: dict[str, str]) -> str:
+    """A password given through the environment is not echoed."""
+    return f"${var}" if os.environ.get(var) else passwords[login]

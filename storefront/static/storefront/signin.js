@@ -1,4 +1,7 @@
-/* Sign-in page: email -> POST auth/otp/request/, code -> POST auth/otp/verify/. */
+/* Sign-in page: email -> POST auth/otp/request/, code -> POST auth/otp/verify/.
+   The step waiting for the code survives a reload (sessionStorage: phones
+   reload the page on the way back from the mail app): the same nonce, so the
+   code already emailed still works, and a resend keeps it working too. */
 import { api, pageConfig, session } from "./lib/api.js";
 import { clock } from "./lib/format.js";
 
@@ -10,6 +13,21 @@ import { clock } from "./lib/format.js";
   var resendTimer = null, resendAt = 0;
   // Binds the emailed code to this page: otp/verify/ must send it back.
   var nonce = null;
+  var PENDING_KEY = "fq.signin.pending";
+
+  function pendingStore(value) {
+    try {
+      if (value) window.sessionStorage.setItem(PENDING_KEY, JSON.stringify(value));
+      else window.sessionStorage.removeItem(PENDING_KEY);
+    } catch (e) { /* storage blocked: the step lasts as long as the page */ }
+  }
+
+  function pendingLoad() {
+    try {
+      var p = JSON.parse(window.sessionStorage.getItem(PENDING_KEY) || "null");
+      return p && p.nonce && p.email && p.expires_at > Date.now() ? p : null;
+    } catch (e) { return null; }
+  }
 
   el("email-button").disabled = false;
   el("code-button").disabled = false;
@@ -84,6 +102,11 @@ import { clock } from "./lib/format.js";
         }
         nonce = r.data.nonce;
         var minutes = Math.round((r.data.expires_in || 600) / 60);
+        pendingStore({
+          email: email, nonce: nonce,
+          expires_at: Date.now() + (r.data.expires_in || 600) * 1000,
+          resend_at: Date.now() + (r.data.resend_after || 0) * 1000,
+        });
         showCodeForm(email, r.data.resend_after);
         noticeBox.textContent = "Code sent. It works for " + minutes + " minute" + (minutes === 1 ? "" : "s") + ".";
       });
@@ -115,6 +138,8 @@ import { clock } from "./lib/format.js";
 
   el("other-email-button").addEventListener("click", function () {
     clearMessages();
+    pendingStore(null);
+    nonce = null;
     codeForm.hidden = true;
     emailForm.hidden = false;
     el("code").value = "";
@@ -142,6 +167,7 @@ import { clock } from "./lib/format.js";
           el("code").select();
           return;
         }
+        pendingStore(null);
         session.clear();
         session.set({
           token: r.data.token, customer_id: r.data.customer_id,
@@ -151,4 +177,13 @@ import { clock } from "./lib/format.js";
         window.location.assign(cfg.next || "/");
       });
   });
+
+  // Back after a reload: the code step as it was, the emailed code still good.
+  var pending = pendingLoad();
+  if (pending) {
+    nonce = pending.nonce;
+    el("email").value = pending.email;
+    showCodeForm(pending.email, Math.max(0, (pending.resend_at - Date.now()) / 1000));
+    noticeBox.textContent = "The code we emailed still works: enter it below.";
+  }
 }

@@ -58,7 +58,9 @@ export function phaseFor(me, { saleState }) {
   if (claim && claim.status === "CONFIRMED") return { phase: "confirmed", notice: "" };
   if (claim && claim.status === "CLAIMED") {
     if (payment && LIVE_PAYMENT.indexOf(payment.status) !== -1) return { phase: "paying", notice: "" };
-    const failed = payment && payment.status === "FAILED" ? payment.status_text + "." : "";
+    // A declined or abandoned attempt keeps the hold: the buyer tries again.
+    const failed = payment && payment.status === "FAILED"
+      ? payment.status_text + ". Your tickets are still held: try again before the hold runs out." : "";
     return { phase: "claim", notice: failed };
   }
   if (tickets.length) return { phase: "confirmed", notice: "" };
@@ -67,7 +69,8 @@ export function phaseFor(me, { saleState }) {
   let notice = "";
   if (claim && claim.status === "RELEASED") {
     notice = claim.release_text + ".";
-    if (payment && payment.status !== "FAILED" && payment.status !== "CONFIRMED") notice += " " + payment.status_text + ".";
+    if (payment && payment.status !== "FAILED" && payment.status !== "CONFIRMED"
+        && payment.status_text !== claim.release_text) notice += " " + payment.status_text + ".";
   } else if (queue && queue.status === "EXPIRED") {
     notice = "Your turn passed before you chose tickets.";
   }

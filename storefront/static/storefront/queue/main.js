@@ -6,24 +6,26 @@
    brings when the line moves near it, or which it reads itself (cacheable)
    without a socket. It asks once more for its token when the line state
    says its turn came, and once after the pre-queue draw. */
-import { api, errorText, newKey, pageConfig, session, store } from "../lib/api.js";
+import { api, errorText, pageConfig, session } from "../lib/api.js";
 import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
+import { Attention, offerNotifications } from "./attention.js";
+import { ChooseStep } from "./choose.js";
+import { HoldPanel } from "./hold.js";
 import { untilText, untilWords } from "./countdown.js";
-import { etaRange, etaText } from "./eta.js";
 import {
-  etaSince, mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
+  mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
 } from "./line.js";
 import { LiveLink, pollDelayMs } from "./live.js";
 import {
-  PHASE_ANNOUNCEMENT, fewerLeftOffer, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
+  PHASE_ANNOUNCEMENT, opensAt, phaseFor, pushEffect, saleStateAt, wantsLive,
 } from "./machine.js";
-import { aheadText, progress, startingPlace } from "./position.js";
-import { SeatStep, seatsText } from "../seats/step.js";
+import { SeatStep } from "../seats/step.js";
 import {
   announce, busy, el, renderTickets, setError, setEventStatus, setLive, setNotice,
-  setProgress, setText, showOffer, showPanel,
+  setText, showPanel,
 } from "./view.js";
+import { WaitingPanel } from "./waiting.js";
 
 const cfg = pageConfig();
 const PUSH_GRACE_MS = 2000;
@@ -44,15 +46,17 @@ const state = {
   asked: false,       // an own question (token or number) is on its way
   askedServed: null,  // served of a WAITING answer to the token question (line.js mayAskAgain)
   relearnTimer: null, // the number is learnt again at a random moment after the draw
-  start: null,        // the starting place the progress bar counts from
   admission: null,    // {token, expiresAt (ms)}
   lapsed: false,      // a countdown reached zero; the server decides what follows
-  pendingClaim: null, // {text, key}: a retry of the same request reuses its Idempotency-Key
-  offer: null,        // fewer tickets left than asked for: {quantity, text, button}
-  lastAnnounced: null,
 };
 let ticker = null;
 const seats = new SeatStep(cfg);  // the seat map of a reserved tier
+const waiting = new WaitingPanel(cfg);
+const attention = new Attention();  // "Your turn!" for a customer in another tab
+new ChooseStep(cfg, seats, {
+  admission: () => state.admission, refresh: () => refresh(), refreshEvent: () => refreshEvent(),
+});
+const hold = new HoldPanel(API, { me: () => state.me, refresh: () => refresh() });
 
 const live = new LiveLink({
   cfg,
@@ -152,7 +156,7 @@ function onLine(line) {
 function takeNumber(q) {
   state.number = { position: q.position, served: q.served, score: q.score, epoch: q.epoch };
   state.askedServed = null;
-  trackStart(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
+  waiting.track(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
 }
 
 /* After the draw: learn the number again once, at a random moment within
@@ -205,16 +209,14 @@ function decide(me) {
   render(phase);
 }
 
-function trackStart(entryId, position) {
-  const key = "fq.start." + (entryId || EVENT);
-  state.start = startingPlace(store.get(key), position);
-  store.set(key, state.start);
-}
-
 // --- drawing ---------------------------------------------------------------------------
 
 function render(phase) {
   const changed = phase !== state.phase;
+  if (changed && state.phase === "admitted") attention.reset();
+  if (changed && phase === "admitted" && state.phase === "waiting" && state.admission) {
+    attention.call({ body: "Choose your tickets within " + clock((state.admission.expiresAt - Date.now()) / 1000) + "." });
+  }
   state.phase = phase;
   if (changed) state.lapsed = false;
   if (phase !== "waiting") {
@@ -225,7 +227,7 @@ function render(phase) {
   showPanel(phase);
   if (phase === "waiting") drawWaiting();
   if (phase === "admitted") drawAdmitted(changed);
-  if (phase === "claim" || phase === "paying") drawClaim();
+  if (phase === "claim" || phase === "paying") hold.draw();
   if (phase === "confirmed") drawConfirmed();
   if (phase === "signin") el("signin-link").href = signinHref();
   if (phase === "upcoming") el("upcoming-signin").hidden = Boolean(session.get());
@@ -236,35 +238,7 @@ function render(phase) {
 }
 
 function drawWaiting() {
-  const where = placeIn(state.number, state.line);
-  const position = where.place !== null ? where.place : (state.number ? state.number.position : null);
-  setText("position", typeof position === "number" ? number(position) : "–");
-  setText("ahead", aheadText(position));
-  setProgress(progress(state.start, position));
-  let eta;
-  const line = state.line;
-  if (event.status === "PAUSED") eta = "Paused: no estimate until admission resumes.";
-  else if (event.status === "SOLD_OUT") {
-    eta = "No estimate: you move forward only if tickets come back. This page checks about once a minute.";
-  } else if (where.admitted) eta = "It is your turn: getting your place…";
-  else {
-    const now = Date.now();
-    const waitBeforeStart = Math.max(0, (Date.parse(event.sale_start) - now) / 1000);
-    // The range as of the last line state, counting down since it was written.
-    const range = etaRange({
-      position, ratePerSecond: line ? line.rate_per_second : null,
-      batchSize: cfg.admission_batch_size, intervalSeconds: cfg.admission_interval_seconds,
-      waitBeforeStart,
-    });
-    eta = etaText(line && !waitBeforeStart ? etaSince(range, line, now) : range);
-  }
-  setText("eta", eta);
-  // Milestones only: a screen reader is not read every step of the line.
-  if (typeof position === "number" && position !== state.lastAnnounced
-      && (position <= 10 || position % 100 === 0 || state.lastAnnounced === null)) {
-    state.lastAnnounced = position;
-    announce("Your place in line: " + number(position) + ". " + aheadText(position));
-  }
+  waiting.draw(state.number, state.line, event, Date.now());
 }
 
 function drawAdmitted(first) {
@@ -274,22 +248,6 @@ function drawAdmitted(first) {
     const choice = document.querySelector("#claim-form input[name=tier_id]:checked");
     if (choice) choice.focus();
   }
-}
-
-function drawClaim() {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  setText("claim-tier", c.tier_name);
-  const seatWords = seatsText(c.seats);
-  setText("claim-quantity", String(c.quantity) + (seatWords ? " · seats " + seatWords : ""));
-  setText("claim-amount", money(c.amount, c.currency));
-  const p = state.me.payment;
-  setText("paying-status", p ? p.status_text + "." : "");
-  const resume = el("resume-payment");
-  resume.hidden = !(p && p.authorization_url);
-  if (p && p.authorization_url) resume.href = p.authorization_url;
-  el("pay-button").disabled = false;
-  el("release-button").disabled = false;
 }
 
 function drawConfirmed() {
@@ -340,7 +298,7 @@ function tick() {
     setText("paying-countdown", clock(left));
     if (left <= 0 && !state.lapsed) {
       state.lapsed = true;
-      el("pay-button").disabled = true;
+      hold.lapse();
       window.setTimeout(refresh, 3000);  // expiry (or a payment in flight) decides
     }
   } else {
@@ -399,6 +357,7 @@ async function join() {
 }
 
 async function leave() {
+  if (!window.confirm("Leave the queue? You give up your place: joining again puts you at the back of the line.")) return;
   const button = el("leave-button");
   setError("");
   busy(button, true, "Leaving…");
@@ -406,118 +365,9 @@ async function leave() {
   busy(button, false, "Leave the queue");
   if (r.ok || r.error.code === "not_in_queue" || r.error.code === "invalid_transition") {
     await refresh();
-    if (r.ok) announce("You left the queue.");
+    if (r.ok) setNotice("You left the queue and gave up your place. Join again to get a new place at the back of the line.");
     return;
   }
-  setError(errorText(r));
-}
-
-function submitClaim(e) {
-  e.preventDefault();
-  if (!state.admission) return;
-  state.offer = null;
-  showOffer(null);
-  const tier = document.querySelector("#claim-form input[name=tier_id]:checked");
-  if (!tier) { setError("Choose a ticket tier."); return; }
-  const body = seats.body({
-    admission_token: state.admission.token,
-    tier_id: tier.value,
-    quantity: parseInt(el("quantity").value, 10),
-  });
-  const text = JSON.stringify(body);
-  if (!state.pendingClaim || state.pendingClaim.text !== text) state.pendingClaim = { text, key: newKey() };
-  sendClaim(body, 0);
-}
-
-async function sendClaim(body, attempt) {
-  const button = el("claim-button");
-  setError("");
-  busy(button, true, attempt ? "Busy, trying again…" : "Holding…");
-  const r = await api("POST", API + "events/" + EVENT + "/claims/", {
-    body, idempotencyKey: state.pendingClaim.key,
-  });
-  const code = r.error && r.error.code;
-  const retryable = r.status === 503 || code === "claim_in_progress" || code === "idempotency_in_progress";
-  if (!r.ok && retryable && attempt < 3) {
-    window.setTimeout(() => sendClaim(body, attempt + 1), (r.retryAfter || 1) * 1000);
-    return;
-  }
-  busy(button, false);
-  seats.label();
-  // Only a lost answer (network, 5xx) may be replayed with the same key.
-  if (r.ok || (r.status !== 0 && r.status < 500)) state.pendingClaim = null;
-  if (r.ok || code === "already_claimed" || code === "admission_expired" || code === "admission_invalid") {
-    await refresh();
-    if (!r.ok && code !== "already_claimed") setNotice(r.error.message);
-    return;
-  }
-  if (code === "seats_unavailable") {  // said beside the map, which reloads
-    seats.conflict(r.error);
-    refreshEvent();
-    return;
-  }
-  if (code === "sold_out") {
-    setError("Those tickets just sold out. Choose another tier if one is left.");
-    refreshEvent();
-    return;
-  }
-  state.offer = code === "not_enough_tickets" ? fewerLeftOffer(r.error) : null;
-  if (state.offer) {
-    showOffer(state.offer);
-    refreshEvent();
-    return;
-  }
-  setError(errorText(r));
-}
-
-/* The customer takes the tickets that are left: the same form, that many. */
-function takeOffer() {
-  if (!state.offer) return;
-  el("quantity").value = String(state.offer.quantity);
-  el("claim-form").requestSubmit();
-}
-
-async function pay(attemptKey, attempt) {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  const button = el("pay-button");
-  // One key per click; an automatic retry of the same click reuses it. The
-  // API keeps one live payment per claim, so a second click cannot pay twice.
-  const key = attemptKey || newKey();
-  setError("");
-  busy(button, true, "Starting payment…");
-  const r = await api("POST", API + "claims/" + c.claim_id + "/payments/", { body: {}, idempotencyKey: key });
-  if (r.ok && r.data.authorization_url) {
-    button.textContent = "Opening checkout…";
-    window.location.assign(r.data.authorization_url);
-    return;
-  }
-  const code = r.error && r.error.code;
-  if (!r.ok && (r.status === 503 || code === "idempotency_in_progress") && attempt < 3) {
-    window.setTimeout(() => pay(key, attempt + 1), (r.retryAfter || 2) * 1000);
-    return;
-  }
-  busy(button, false, "Pay");
-  if (r.ok) { setError("The payment is still being set up. Try again in a few seconds."); return; }
-  if (code === "already_paid" || code === "claim_expired" || code === "claim_not_payable"
-      || code === "claim_not_found" || code === "payment_refused") {
-    await refresh();
-    setNotice(r.error.message);
-    return;
-  }
-  setError(errorText(r));
-}
-
-async function release() {
-  const c = state.me && state.me.claim;
-  if (!c) return;
-  if (!window.confirm("Release your tickets? They go back on sale and you lose your hold.")) return;
-  const button = el("release-button");
-  setError("");
-  busy(button, true, "Releasing…");
-  const r = await api("DELETE", API + "claims/" + c.claim_id + "/");
-  busy(button, false, "Release tickets");
-  if (r.ok || (r.error && r.error.code === "invalid_transition")) { await refresh(); return; }
   setError(errorText(r));
 }
 
@@ -526,13 +376,7 @@ async function release() {
 function start() {
   el("join-button").addEventListener("click", join);
   el("leave-button").addEventListener("click", leave);
-  el("claim-form").addEventListener("submit", submitClaim);
-  el("fewer-left-button").addEventListener("click", takeOffer);
-  el("claim-form").addEventListener("change", (e) => {
-    if (e.target.name === "tier_id") seats.chooseTier(); else seats.label();
-  });
-  el("pay-button").addEventListener("click", () => pay(null, 0));
-  el("release-button").addEventListener("click", release);
+  offerNotifications(el("notify-button"), el("notify-hint"));
   el("check-payment").addEventListener("click", refresh);
   el("opens-at").textContent = localDateTime(opensAt(event));
   setEventStatus(event.status, saleStateAt(event, Date.now()));

@@ -46,9 +46,11 @@ export function setEventStatus(status, saleState) {
   setText("event-notice", EVENT_NOTICE[status] || "");
 }
 
-/* The offer of the tickets that are left (machine.js fewerLeftOffer), or none. */
+/* The offer of the tickets that are left (machine.js fewerLeftOffer), or none.
+   While it shows, it is the one primary button: the form's own is secondary. */
 export function showOffer(offer) {
   el("fewer-left").hidden = !offer;
+  el("claim-button").classList.toggle("secondary", Boolean(offer));
   if (!offer) return;
   setText("fewer-left-text", offer.text);
   setText("fewer-left-button", offer.button);
