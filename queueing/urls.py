@@ -22,7 +22,12 @@ urlpatterns = [
         declare(QueuePositionView.as_view(), WAITING, proof=token_signed),
         name="queue-position",
     ),
-    path("events/<uuid:event_id>/waitlist/", WaitlistView.as_view(), name="waitlist"),
+    path(
+        "events/<uuid:event_id>/waitlist/",
+        # As the line: a join keeps its order among arrivals; a place is read in WAITING.
+        declare(WaitlistView.as_view(), {"POST": ARRIVAL, "*": WAITING}, proof=token_signed),
+        name="waitlist",
+    ),
     path(
         "events/<uuid:event_id>/queue/ws-ticket/",
         declare(QueueWsTicketView.as_view(), WAITING, proof=token_signed),

@@ -23,7 +23,8 @@ function show(part) {
 function setText(id, text) { document.getElementById(id).textContent = text; }
 
 function onList(on) {
-  // The line's own join and waiting panels step aside while on the list.
+  // The line's own join and waiting panels step aside while on the list (or
+  // while a sold-out event offers it).
   document.getElementById("room").classList.toggle("on-waitlist", on);
 }
 
@@ -46,7 +47,11 @@ function render(entry) {
     else if (entry && entry.status === "closed") setText("waitlist-note", "The sale ended before a ticket came back.");
     else setText("waitlist-note", "");
     if (entry && entry.status === "accepted") { box.hidden = true; return; }
-    if (cfg.status === "SOLD_OUT" || (entry && entry.status !== "closed")) show("join"); else box.hidden = true;
+    if (cfg.status === "SOLD_OUT" || (entry && entry.status !== "closed")) {
+      // Sold out: the list is where a returned ticket goes, not the line.
+      show("join");
+      onList(cfg.status === "SOLD_OUT");
+    } else box.hidden = true;
     return;
   }
   onList(true);
