@@ -1,9 +1,11 @@
 """Simulated customers of a flash sale, over the public HTTP and WebSocket API.
 
 Each customer is one asyncio task: arrive, join the queue, wait for admission
-(a WebSocket push, or polling the position endpoint with backoff), claim a
-ticket with the admission token, start a payment and pay (or decline) at the
-sandbox gateway, then watch the claim until it is confirmed or released.
+by the waiting-room page's rules (bench/page.py: the public line state read on
+the page's timer, the number learnt again after the draw, one authenticated
+question for the token, the socket's news when it holds one), claim a ticket
+with the admission token, start a payment and pay (or decline) at the sandbox
+gateway, then watch the claim until it is confirmed or released.
 A share of them misbehave the way real people do: leave the queue, let the
 admission window lapse, let the claim expire, abandon or decline the payment.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import random
 import time
 import uuid
@@ -22,6 +25,7 @@ from typing import Any
 
 import aiohttp
 
+from bench import page
 from bench._common import Api, Recorder, error_code, jwt_claims, ws_ticket
 
 BEHAVIOURS = ("abandon_queue", "lapse_admission", "expire_claim", "decline", "abandon_payment")
@@ -35,10 +39,23 @@ class Customer:
     ws: bool
     behaviour: str = "pay"
     arrive_at: float | None = None  # seconds after the run starts; None: uniform over join_seconds
-    position: int | None = None
-    join_eta: int | None = None
-    join_poll_after: int | None = None
-    admitted: asyncio.Event = field(default_factory=asyncio.Event)
+    leave_after: float = 10.0  # abandon_queue: seconds after joining
+    number: dict[str, Any] | None = None  # the page's number (bench/page.py)
+    state: dict[str, Any] | None = None  # the last line state it read or heard
+    asked_served: int | None = None  # served of the last WAITING answer to "my token?"
+    asking: bool = False  # a question over the socket not answered yet
+    socket_open: bool = False
+    # Authenticated HTTP requests after the draw, before the token (tickets for
+    # the socket, the number again, a token question answered WAITING); the
+    # question that brought the token; questions over the socket.
+    questions: int = 0
+    token_questions: int = 0
+    socket_questions: int = 0
+    news: asyncio.Event = field(default_factory=asyncio.Event)  # the socket brought something
+    pushed: dict[str, Any] | None = None  # a ``line`` message not yet taken in
+    force_read: bool = False  # status news: read the state now
+    ws_send: Any = None
+    trace: list[tuple] | None = None  # --trace: (wall clock, what, details) of the waiting
     admission_token: str | None = None
     admission_via: str = ""
     push_received_at: float | None = None  # wall clock (time.time()) of the admitted push
@@ -55,13 +72,12 @@ class SaleConfig:
     sandbox_url: str
     join_seconds: float = 5.0
     quantity: int = 1
-    poll_min: float = 2.0
-    poll_max: float = 300.0
-    ws_fallback_poll: float = 60.0
     claim_ttl: float = 600.0
     window_seconds: float = 300.0
     late_pay_delay: float = 0.0  # > 0: this customer pays only after its claim expired
     seed: int = 1
+    sale_start_ms: float = 0.0  # wall clock (ms) of the sale's start: the pre-queue's draw
+    edge_cache: bool = True  # line-state reads share one origin read a second (nginx, a CDN)
 
 
 class Sale:
@@ -76,13 +92,14 @@ class Sale:
         sandbox: Api,
         ws_session: aiohttp.ClientSession,
         rec: Recorder,
+        edge: Api | None = None,
     ) -> None:
         self.cfg = cfg
         # One pool of connections per kind of request, as a real server's
         # bounded accept queue: a poll or a claim waits behind the requests in
         # flight, not behind every join the flood has still to send.
         self.api = api  # joins
-        self.watch = watch  # position polls, leaving the queue
+        self.watch = watch  # line-state reads, questions, leaving the queue
         self.buy = buy  # claims, payments, and watching them
         self.sandbox = sandbox
         self.ws_session = ws_session
@@ -91,7 +108,10 @@ class Sale:
         self.counts: Counter = Counter()
         self.ws_open = 0
         self.ws_messages: Counter = Counter()
-        self.served: int | None = None
+        self.edge: tuple[float, Any] | None = None  # (fetched at, monotonic; the state)
+        self.edge_read: asyncio.Task | None = None
+        self.edge_api = edge or watch
+        self.state_reads = 0  # the pages' reads of the line state
         self.push_latency_wall: list[tuple[str, float]] = []  # (queue entry id, receipt wall time)
         self.poll_latency_wall: list[
             tuple[str, float]
@@ -118,7 +138,7 @@ class Sale:
             raise
         finally:
             c.gone = True
-            c.admitted.set()
+            c.news.set()
             self.counts[f"outcome:{c.outcome or 'unknown'}"] += 1
 
     async def _run(self, c: Customer) -> None:
@@ -126,9 +146,8 @@ class Sale:
         status, body = await self.api.call(
             "join", "POST", f"/api/v1/events/{eid}/queue/", token=c.token
         )
-        if status == 201:
-            c.position, c.join_eta = body.get("position"), body.get("eta_seconds")
-            c.join_poll_after = body.get("poll_after_seconds")
+        if status == 201 and isinstance(body, dict):
+            c.number = page.number_of(body)
         elif error_code(body) != "already_in_queue":  # a retried join whose first try landed
             c.outcome = f"join_failed:{error_code(body) or status}"
             return
@@ -159,7 +178,7 @@ class Sale:
         await self._pay(c, claim)
 
     async def _abandon(self, c: Customer) -> None:
-        await asyncio.sleep(self.rng.uniform(1, 20))
+        await asyncio.sleep(c.leave_after)
         status, body = await self.watch.call(
             "leave", "DELETE", f"/api/v1/events/{self.cfg.event_id}/queue/", token=c.token
         )
@@ -167,74 +186,163 @@ class Sale:
             "abandoned_queue" if status == 204 else f"leave_failed:{error_code(body) or status}"
         )
 
-    # --- waiting room --------------------------------------------------------------------
-    async def _poll(self, c: Customer) -> dict[str, Any] | None:
+    # --- waiting room: the page's rules (bench/page.py, docs/API.md) --------------------
+    def _after_draw(self) -> bool:
+        return time.time() * 1000 >= self.cfg.sale_start_ms
+
+    async def _read_state(self) -> dict[str, Any] | None:
+        """The public line state (no sign-in). With ``edge_cache``, as nginx's
+        micro-cache in front of the origin serves it (``proxy_cache_lock``,
+        ``proxy_cache_use_stale updating``): a copy younger than its max-age
+        (1 s) is answered as it is; an older one starts one origin read and is
+        answered meanwhile; only the very first read waits for the origin.
+        The origin reads have connections of their own (``edge``), as nginx's."""
+        self.state_reads += 1
+        if not self.cfg.edge_cache:
+            return await self._origin_state(self.watch)
+        if self.edge is not None and time.monotonic() - self.edge[0] < 1.0:
+            return self.edge[1]
+        if self.edge_read is None or self.edge_read.done():
+            self.edge_read = asyncio.create_task(self._origin_state(self.edge_api))
+        if self.edge is not None:
+            return self.edge[1]
+        return await asyncio.shield(self.edge_read)
+
+    async def _origin_state(self, api: Api) -> dict[str, Any] | None:
+        url = f"/api/v1/events/{self.cfg.event_id}/queue/state/"
+        status, body = await api.call("line_state", "GET", url)
+        if status != 200 or not isinstance(body, dict):
+            return None
+        if api is self.edge_api:
+            self.edge = (time.monotonic(), body)
+        return body
+
+    async def _ask(self, c: Customer) -> None:
+        """One question about this customer: over the socket when it is open
+        (the answer is a ``position`` message), else ``GET queue/position/``."""
+        if c.socket_open and c.ws_send is not None:
+            c.asking = True
+            c.socket_questions += 1
+            with contextlib.suppress(Exception):
+                await c.ws_send({"type": "position"})
+            return
         status, body = await self.watch.call(
             "position", "GET", f"/api/v1/events/{self.cfg.event_id}/queue/position/", token=c.token
         )
         if status != 200 or not isinstance(body, dict):
-            return None
-        if body.get("served") is not None:
-            self.served = max(self.served or 0, body["served"])
-        return body
+            if self._after_draw():
+                c.questions += 1
+            return
+        if body.get("status") == "ADMITTED" and body.get("admission_token"):
+            c.token_questions += 1
+        elif self._after_draw():
+            c.questions += 1
+        self._on_snapshot(c, body, via="poll")
 
-    def _interval(self, body: dict[str, Any] | None, last: float) -> float:
-        """Poll again when the server says (``poll_after_seconds``, as the
-        waiting-room page does); from a server without the hint, after about
-        the ETA, backing off (doubling) while there is none."""
-        body = body or {}
-        # Poll at least twice per admission window: the queue can move faster
-        # than the ETA said (admissions lapse, tickets come back).
-        ceiling = min(self.cfg.poll_max, self.cfg.window_seconds / 2)
-        if body.get("poll_after_seconds") is not None:  # never before the server's time
-            base = min(ceiling, max(self.cfg.poll_min, float(body["poll_after_seconds"])))
-            return base * self.rng.uniform(1.0, 1.1)
-        eta = body.get("eta_seconds")
-        base = last * 2 if eta is None else eta
-        base = min(ceiling, max(self.cfg.poll_min, base))
-        return base * self.rng.uniform(0.8, 1.2)
+    def _on_snapshot(self, c: Customer, body: dict[str, Any], *, via: str) -> None:
+        state = body.get("status")
+        if c.trace is not None:
+            c.trace.append((time.time(), "snapshot", via, state, page.number_of(body)))
+        if state == "WAITING":
+            c.number = page.number_of(body)
+            if page.place_in(c.number, c.state).admitted:  # a tie went the other way
+                c.asked_served = body.get("served")
+        elif state == "ADMITTED" and body.get("admission_token"):
+            if not c.admission_token:
+                c.admission_token, c.admission_via = body["admission_token"], via
+                entry = jwt_claims(c.admission_token).get("qe")
+                if entry and via == "poll":
+                    self.poll_latency_wall.append((entry, time.time()))
+        elif state is not None or body.get("code"):
+            c.gone = True
+            c.outcome = f"left_queue_as_{state or body.get('code')}"
+        c.news.set()
 
     async def _wait_admission(self, c: Customer) -> str | None:
-        body: dict[str, Any] | None = {
-            "eta_seconds": c.join_eta,
-            "poll_after_seconds": c.join_poll_after,
-        }
-        interval = self.cfg.poll_min / 2
-        while not self.stopping.is_set():
-            if c.ws:
-                timeout = self.cfg.ws_fallback_poll * self.rng.uniform(0.8, 1.2)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(c.admitted.wait(), timeout)
-                if c.admission_token:
-                    return c.admission_token
-                if c.gone:
-                    return None
-            else:
-                interval = self._interval(body, interval)
-                await asyncio.sleep(interval)
-            body = await self._poll(c)
-            if body is None:
-                continue
-            state = body.get("status")
-            if state == "ADMITTED" and body.get("admission_token"):
-                c.admission_token, c.admission_via = body["admission_token"], "poll"
-                entry = jwt_claims(c.admission_token).get("qe")
-                if entry:
-                    self.poll_latency_wall.append((entry, time.time()))
+        """Until the token comes (the answer to a question, or the socket's
+        push): read the line state on the page's timer (a ``line`` message
+        counts as a read), learn the number again after the draw, ask once
+        the state's frontier passes the number (with the socket open, only if
+        the push has not come 2 s later). Stops when the sale ends."""
+        loop = asyncio.get_running_loop()
+        next_read = loop.time()  # the page reads the state as it opens
+        relearn_at: float | None = None
+        ask_at: float | None = None
+        while not self.stopping.is_set() and not c.gone:
+            if c.admission_token:
                 return c.admission_token
-            if state not in ("WAITING", "ADMITTED"):
-                c.outcome = f"left_queue_as_{state}"
+            now = loop.time()
+            due = min(next_read, relearn_at or math.inf, ask_at or math.inf)
+            if due > now:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(c.news.wait(), due - now)
+                if not c.news.is_set():
+                    continue
+                c.news.clear()
+                pushed, c.pushed = c.pushed, None
+                if c.force_read:
+                    c.force_read, next_read = False, loop.time()
+                if pushed is None:
+                    continue
+                state = pushed  # a ``line`` message counts as a read
+            elif relearn_at is not None and relearn_at <= now:
+                relearn_at = None
+                await self._ask(c)
+                continue
+            elif ask_at is not None and ask_at <= now:
+                ask_at = None
+                if not c.admission_token:
+                    await self._ask(c)
+                continue
+            else:
+                read = await self._read_state()
+                if read is None:
+                    next_read = loop.time() + page.FAR_MIN_MS / 1000
+                    continue
+                state = read
+            c.state = state
+            if c.trace is not None:
+                c.trace.append(
+                    (
+                        time.time(),
+                        "state",
+                        state.get("epoch"),
+                        state.get("served"),
+                        state.get("frontier"),
+                        state.get("status"),
+                        dict(c.number or {}),
+                    )
+                )
+            if state.get("status") == "ENDED":
+                c.outcome = "sale_ended"
                 return None
-        return None
+            where = page.place_in(c.number, state)
+            now = loop.time()
+            if where.relearn and relearn_at is None and not c.asking:
+                relearn_at = now + page.relearn_delay_ms(state, self.rng.random) / 1000
+            elif where.admitted and ask_at is None and page.may_ask_again(c.asked_served, state):
+                ask_at = now + (page.PUSH_GRACE_MS / 1000 if c.socket_open else 0.0)
+            wait = page.next_read_ms(
+                state, where.place, time.time() * 1000, self.rng.random, self.cfg.sale_start_ms
+            )
+            if wait is None:
+                c.outcome = "sale_ended"
+                return None
+            next_read = now + wait / 1000
+        return c.admission_token
 
     async def _ws_reader(self, c: Customer) -> None:
+        """The page's socket: a fresh ticket per connection, reconnects
+        backing off 1, 2, 4 ... 30 s, times 0.5 to 1.5, while the customer waits."""
         url = f"{self.cfg.ws_url}/ws/events/{self.cfg.event_id}/queue/"
         origin = self.cfg.http_url
         failures = 0
-        while not c.gone and not self.stopping.is_set() and failures < 8:
+        while not c.gone and not c.admission_token and not self.stopping.is_set():
             started, t = self.rec.now(), time.monotonic()
             try:
                 # A fresh single-use ticket per connection (from the socket's own host).
+                if self._after_draw():
+                    c.questions += 1
                 ticket = await ws_ticket(self.ws_session, url, c.token, origin)
                 async with self.ws_session.ws_connect(
                     f"{url}?ticket={ticket}",
@@ -244,6 +352,7 @@ class Sale:
                 ) as ws:
                     self.rec.add("ws_connect", started, time.monotonic() - t, 101, None)
                     self.ws_open += 1
+                    c.socket_open, c.ws_send = True, ws.send_json
                     failures = 0
                     try:
                         async for msg in ws:
@@ -253,13 +362,14 @@ class Sale:
                                 return
                     finally:
                         self.ws_open -= 1
+                        c.socket_open, c.ws_send, c.asking = False, None, False
                 self.counts["ws_closed_by_server"] += 1
             except aiohttp.WSServerHandshakeError as exc:
                 self.rec.add("ws_connect", started, time.monotonic() - t, exc.status, "handshake")
             except (aiohttp.ClientError, TimeoutError, OSError):
                 self.rec.add("ws_connect", started, time.monotonic() - t, 0, None)
             failures += 1
-            await asyncio.sleep(min(30.0, 0.5 * 2**failures) * self.rng.random())
+            await asyncio.sleep(min(30.0, 2.0 ** (failures - 1)) * self.rng.uniform(0.5, 1.5))
 
     def _on_push(self, c: Customer, raw: str) -> None:
         try:
@@ -268,23 +378,26 @@ class Sale:
             return
         kind = message.get("type", "?")
         self.ws_messages[kind] += 1
-        if kind == "position" and message.get("served") is not None:
-            self.served = max(self.served or 0, message["served"])
-        if kind == "position" and message.get("admission_token") and not c.admission_token:
-            # The snapshot sent on connect: admitted before the socket opened.
-            c.admission_token, c.admission_via = message["admission_token"], "ws_snapshot"
-            c.admitted.set()
+        if kind == "line":
+            c.pushed = message
+        elif kind == "position":  # on connect, and the answer to a question
+            c.asking = False
+            self._on_snapshot(c, message, via="ws_snapshot")
+            return
         elif kind == "admitted" and message.get("admission_token") and not c.admission_token:
             c.push_received_at = time.time()
             c.admission_token, c.admission_via = message["admission_token"], "push"
             entry = jwt_claims(c.admission_token).get("qe")
             if entry:
                 self.push_latency_wall.append((entry, c.push_received_at))
-            c.admitted.set()
-        elif kind == "expired":
+        elif kind == "expired" or kind == "ended":
             c.gone = True
-            c.outcome = "admission_expired_push"
-            c.admitted.set()
+            c.outcome = f"{kind}_{message.get('reason', 'push')}"
+        elif kind in ("sold_out", "available", "paused", "resumed"):
+            # The page reads the state at once on these (a state read is due).
+            c.pushed = None
+            c.force_read = True
+        c.news.set()
 
     # --- claim and pay ---------------------------------------------------------------------
     def _tier_order(self) -> list[dict[str, Any]]:

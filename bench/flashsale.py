@@ -14,10 +14,14 @@ point at the services that stack uses: the event and customers are made with
 ``manage.py create_event`` / ``mint_customer_tokens``, and the invariants are
 checked by ``manage.py check_invariants`` (the same command ops run).
 
-It prints progress while it runs and, at the end, per-endpoint throughput and
-latency, errors by code, time to sell out, admission push latency, fault heal
+The customers follow the waiting-room page's rules (bench/customers.py,
+bench/page.py). It prints progress while it runs and, at the end, per-endpoint
+throughput and latency, errors by code, the times to 95 % and 100 % sold beside
+the **protocol floor** (the same customers and admission rules replayed at zero
+CPU, bench/floor.py) and their ratio, the authenticated requests per waiting
+customer, machine CPU per ticket sold, admission push latency, fault heal
 times and the invariant check; exit status 1 if any invariant fails. Results
-(JSON) and a plot (PNG) go to bench/out/.
+(JSON) and plots (PNG) go to bench/out/.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 from bench import report
 from bench.customers import BEHAVIOURS
 from bench.faults import FAULTS, NEEDS_REDIS, NEEDS_STACK
+from bench.floor import Floor, Person, Rules, replay
 from bench.sale_run import run_sale
 from bench.stack import check_invariants, manage
 
@@ -115,7 +120,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     sale.add_argument("--concurrency", type=int, default=200, help="joins in flight at most")
     sale.add_argument(
-        "--poll-concurrency", type=int, default=100, help="position polls in flight at most"
+        "--poll-concurrency",
+        type=int,
+        default=100,
+        help="line-state reads and the pages' questions in flight at most",
     )
     sale.add_argument(
         "--purchase-concurrency",
@@ -126,14 +134,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         " in flight, not behind every join still to be sent",
     )
     sale.add_argument(
-        "--poll-min",
-        type=float,
-        default=2.0,
-        help="shortest position poll interval (s); above it the server's poll_after_seconds"
-        " decides",
-    )
-    sale.add_argument(
-        "--poll-max", type=float, default=300.0, help="longest position poll interval (s)"
+        "--no-edge-cache",
+        action="store_true",
+        help="every line-state read goes to the origin (default: reads within a second share"
+        " one origin read, as compose's nginx micro-cache or a CDN serves them)",
     )
     shares = {
         "abandon_queue": (0.05, "leave the queue while waiting"),
@@ -166,6 +170,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     out.add_argument("--out", type=Path, default=OUT_DIR)
     out.add_argument("--name", default="", help="name of this run (file names)")
     out.add_argument("--plot-copy", type=Path, help="also write the plot here (e.g. docs/img/...)")
+    out.add_argument(
+        "--sold-plot-copy",
+        type=Path,
+        help="also write the plot of tickets sold against the floor here (e.g. docs/img/...)",
+    )
+    out.add_argument(
+        "--trace", type=int, default=0, metavar="N",
+        help="write the waiting of N customers without a socket (each read and answer) to the"
+        " results' directory",
+    )  # fmt: skip
     out.add_argument("--progress", type=float, default=2.0, help="seconds between progress lines")
     args = p.parse_args(argv)
     missing = [f for f in args.fault if f in NEEDS_STACK and not args.launch_stack]
@@ -246,6 +260,29 @@ def settle_and_check(
     return checks, report["events"][0]["counts"], settle
 
 
+def protocol_floor(args: argparse.Namespace, result: dict, env: dict) -> Floor:
+    """The same customers and the stack's admission rules, replayed at zero CPU;
+    the ticks in the phase the beat ran them (measured from the first admission)."""
+    people = [
+        Person(c.arrive_at or 0.0, c.behaviour, c.ws, c.leave_after) for c in result["people"]
+    ]
+    interval = float(env.get("ADMISSION_INTERVAL_SECONDS", 5))
+    first = result.get("first_tick")
+    rules = Rules(
+        inventory=result["inventory"],
+        batch_size=args.batch_size,
+        interval=interval,
+        window=float(args.window_seconds),
+        claim_ttl=float(env.get("CLAIM_TTL_SECONDS", 600)),
+        expiry_interval=float(env.get("EXPIRY_INTERVAL_SECONDS", 30)),
+        sale_start=max(0.0, args.prequeue_seconds),
+        tick_phase=first % interval if first is not None and first >= 0 else 0.0,
+        relearn_per_second=float(env.get("QUEUE_RELEARN_PER_SECOND", 1000)),
+        until=args.max_seconds,
+    )
+    return replay(people, rules, seed=args.seed)
+
+
 def run(coroutine: Any) -> Any:
     """uvloop when installed: the load generator shares the machine with the
     system it measures, so its own CPU per request matters."""
@@ -294,7 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         result = run(run_sale(args, event, customers, urls, stack))
         print("sale over; waiting for reconciliation to settle ...", flush=True)
         checks, counts, settle = settle_and_check(args, event["event_id"], result["redis"], env)
-        data = report.print_results(args, result, checks, counts, settle, env)
+        if args.trace:
+            traced = {c.id: c.trace for c in result["people"] if c.trace is not None}
+            (args.out / f"trace-{run_name}.json").write_text(json.dumps(traced, default=str))
+        floor = protocol_floor(args, result, env)
+        data = report.print_results(args, result, checks, counts, settle, env, floor)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         (args.out / f"flashsale-{run_name}-{stamp}.json").write_text(
             json.dumps(data, indent=2, default=str)
@@ -320,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
                 title=title,
                 marks=result["monitor"].marks,
             )
-        print(f"plot: {png}")
+        sold_png = args.out / f"flashsale-{run_name}-sold.png"
+        for path in filter(None, (sold_png, args.sold_plot_copy)):
+            report.plot_sold(path, result["monitor"], floor, title=title)
+        print(f"plots: {png}, {sold_png}")
         return 0 if data["ok"] else 1
     finally:
         if stack is not None:

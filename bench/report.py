@@ -144,17 +144,97 @@ def plot(
     plt.close(fig)
 
 
+# The machine's side of a ticket: the processes that serve the sale.
+MACHINE = ("web", "worker", "postgres", "redis")
+
+
+def questions(people: list[Any]) -> dict[str, float]:
+    """The pages' authenticated requests: per waiting customer between the
+    draw and admission (socket tickets, the number again, a token question
+    answered WAITING), per admitted customer for the token, and the
+    questions sent over the socket instead."""
+    waiting = [c for c in people if c.number is not None and c.behaviour != "abandon_queue"]
+    admitted = [c for c in waiting if c.admission_token]
+    n, m = max(1, len(waiting)), max(1, len(admitted))
+    return {
+        "waiting_customers": len(waiting),
+        "admitted_customers": len(admitted),
+        "per_waiting": sum(c.questions for c in waiting) / n,
+        "token_per_admitted": sum(c.token_questions for c in admitted) / m,
+        "socket_per_waiting": sum(c.socket_questions for c in waiting) / n,
+    }
+
+
+def floor_lines(measured: dict[str, float], floor: Any) -> tuple[list[str], dict]:
+    """Times to 95 % and 100 % sold beside the protocol floor's, and the ratios."""
+    lines, figures = [], {}
+    for share, label in ((0.95, "95% sold"), (1.0, "sold out")):
+        shown = "100% sold" if share == 1.0 else label
+        at, low = measured.get(label), floor.time_to(share)
+        ratio = at / low if at is not None and low else None
+        figures[shown] = {"measured": at, "floor": low, "ratio": ratio}
+        lines.append(
+            f"  {shown:<10} measured {'not reached' if at is None else f'{at:7.1f} s'}"
+            f"   floor {'not reached' if low is None else f'{low:7.1f} s'}"
+            + (f"   ratio {ratio:.2f}" if ratio is not None else "")
+        )
+    return lines, figures
+
+
+def plot_sold(path: Path, monitor: Any, floor: Any, *, title: str) -> None:
+    """Tickets sold over time, measured against the protocol floor's curve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    opened = monitor.marks.get("sale start", 0.0)
+    fig, ax = plt.subplots(figsize=(10, 5))
+    t = [p["t"] - opened for p in monitor.timeline]
+    ax.plot(t, [p["sold"] for p in monitor.timeline], label="sold (measured)", color="tab:green")
+    ft = [0.0] + [x for x, _ in floor.sold]
+    fn = [0] + [n for _, n in floor.sold]
+    ax.step(ft, fn, where="post", label="sold at the protocol floor (zero CPU)", color="tab:grey")
+    goal = 0.95 * floor.rules.inventory
+    ax.axhline(goal, color="tab:red", linestyle=":", linewidth=0.8, label="95 % of the tickets")
+    low = floor.time_to(0.95)
+    if low is not None:
+        ax.axvline(1.5 * low, color="tab:orange", linestyle="--", linewidth=0.8,
+                   label="1.5 x the floor's 95 %")  # fmt: skip
+    ax.set_xlim(left=0, right=max([*t, ft[-1], 1.0]))
+    ax.set_xlabel("seconds since the sale started")
+    ax.set_ylabel("tickets sold")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def print_results(
-    args: argparse.Namespace, result: dict, checks: list, counts: dict, settle: float, env: dict
+    args: argparse.Namespace,
+    result: dict,
+    checks: list,
+    counts: dict,
+    settle: float,
+    env: dict,
+    floor: Any = None,
 ) -> dict:
-    rec, sale, monitor = result["rec"], result["sale"], result["monitor"]
+    rec, monitor = result["rec"], result["monitor"]
     summary = rec.summary()
     print("\n=== flash sale results ===")
+    loads = [p["load"] for p in monitor.timeline if "load" in p]
+    if loads:
+        print(
+            f"load average (1 min) during the sale: min {min(loads):.1f}, "
+            f"mean {sum(loads) / len(loads):.1f}, max {max(loads):.1f} (2 cores)"
+        )
     print(
         f"customers {args.customers:,} (WebSocket {min(args.ws_customers, args.customers):,}), "
         f"tickets {result['inventory']:,}, batch {args.batch_size}, "
         f"window {args.window_seconds} s, "
-        f"in flight: {args.concurrency} joins, {args.poll_concurrency} polls, "
+        f"in flight: {args.concurrency} joins, {args.poll_concurrency} reads and questions, "
         f"{args.purchase_concurrency} purchase requests"
     )
     settings = {
@@ -192,14 +272,38 @@ def print_results(
                 if label in marks
                 else f"  {shown:<23}      not reached"
             )
+    since_start = {
+        label: marks[label] - marks["sale start"]
+        for label in ("95% sold", "sold out")
+        if "sale start" in marks and label in marks
+    }
+    floor_figures: dict = {}
+    if floor is not None:
+        lines, floor_figures = floor_lines(since_start, floor)
+        print(
+            "\nagainst the protocol floor (the same customers and rules at zero CPU; first"
+            f" tick {floor.rules.tick_phase:.1f} s after the start, as the beat ran it):"
+        )
+        print("\n".join(lines))
+    asked = questions(result["people"])
+    print(
+        f"\nauthenticated requests of the pages: {asked['per_waiting']:.2f} per waiting customer"
+        f" between the draw and admission ({asked['waiting_customers']:,} waiting),"
+        f" + {asked['token_per_admitted']:.2f} for the token per admitted"
+        f" ({asked['admitted_customers']:,}); over the socket instead:"
+        f" {asked['socket_per_waiting']:.2f} per waiting customer"
+    )
+    sale = result["sale"]
+    print(f"line-state reads by the pages: {sale.state_reads:,}")
     print(
         f"  invariants all held     {settle:8.1f} s after the stop (settled, Redis rebuilt)"
         if settle >= 0
         else "  invariants NOT all held (see below)"
     )
+    sale = result["sale"]
     print("\nadmission to client (admitted_at of the tick -> client received):")
     print(f"  WebSocket push   {latency_line(result['push_latency'])}")
-    print(f"  position poll    {latency_line(result['poll_latency'])}")
+    print(f"  token question   {latency_line(result['poll_latency'])}")
     print(
         "  pay at gateway -> claim CONFIRMED in Postgres " + latency_line(result["confirm_latency"])
     )
@@ -218,11 +322,17 @@ def print_results(
         f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
     )
     cpu = monitor.cpu_seconds() if monitor.cpu_last else {}
+    per_ticket = None
     if cpu:
         sold = max(1, monitor.timeline[-1]["sold"] if monitor.timeline else 1)
         print(
             "CPU seconds during the sale (per ticket sold, ms): "
             + ", ".join(f"{k} {v:.0f} ({1000 * v / sold:.0f})" for k, v in cpu.items())
+        )
+        per_ticket = 1000 * sum(cpu.get(k, 0.0) for k in MACHINE) / sold
+        print(
+            f"machine CPU per ticket sold ({' + '.join(MACHINE)}, the whole sale, waiting"
+            f" crowd included): {per_ticket:.0f} ms"
         )
     if monitor.peak_rss:
         print(
@@ -253,11 +363,12 @@ def print_results(
             for (e, s, c), n in rec.errors.items()
         ],
         "marks": marks,
-        "from_sale_start_seconds": {
-            label: round(marks[label] - marks["sale start"], 1)
-            for label in ("95% sold", "sold out")
-            if "sale start" in marks and label in marks
-        },
+        "from_sale_start_seconds": {k: round(v, 1) for k, v in since_start.items()},
+        "floor": floor_figures,
+        "questions": asked,
+        "line_state_reads": sale.state_reads,
+        "load_average": [min(loads), sum(loads) / len(loads), max(loads)] if loads else None,
+        "machine_cpu_ms_per_ticket": per_ticket,
         "ended_at": result["ended_at"],
         "settle_seconds": settle,
         "push_latency_ms": _pcts(result["push_latency"]),

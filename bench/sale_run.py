@@ -13,6 +13,7 @@ import random
 import resource
 import signal
 import sys
+import time
 from typing import Any
 
 import aiohttp
@@ -90,7 +91,10 @@ class Monitor:
                 await asyncio.sleep(1)
                 continue
             point.update(
-                t=round(self.rec.now(), 2), ws_open=sale.ws_open, requests=self.rec.total_requests()
+                t=round(self.rec.now(), 2),
+                ws_open=sale.ws_open,
+                requests=self.rec.total_requests(),
+                load=os.getloadavg()[0],
             )
             if self.stack is not None:
                 for name, child in self.stack.children.items():
@@ -162,8 +166,13 @@ def arrivals(people: list[Customer], args: argparse.Namespace, rng: random.Rando
     as real sales go: ``--prequeue-share`` of them are already there, arriving
     over the pre-queue before the sale opens (they are shuffled at the open),
     the rest over the first ``--after-open-seconds`` of the sale. Without one,
-    everyone arrives over ``--join-seconds`` (the customer draws it)."""
+    everyone arrives over ``--join-seconds``. Those who leave the queue do so
+    1 to 20 s after joining."""
+    for c in people:
+        c.leave_after = rng.uniform(1, 20)
     if args.prequeue_seconds <= 0:
+        for c in people:
+            c.arrive_at = rng.uniform(0, args.join_seconds)
         return
     early = round(len(people) * args.prequeue_share)
     for n, c in enumerate(rng.sample(people, len(people))):
@@ -229,6 +238,8 @@ async def run_sale(
             draw -= share
         people.append(Customer(index=i, id=cid, token=token, ws=i in ws_set, behaviour=behaviour))
     arrivals(people, args, rng)
+    for c in [c for c in people if not c.ws][: args.trace]:
+        c.trace = []
     stack_env = stack.env if stack is not None else os.environ
     sandbox_token = stack_env.get("SANDBOX_CONTROL_TOKEN", "")
     cfg = SaleConfig(
@@ -238,14 +249,13 @@ async def run_sale(
         ws_url=urls["ws"],
         sandbox_url=urls["sandbox"],
         join_seconds=args.join_seconds,
-        poll_min=args.poll_min,
-        poll_max=args.poll_max,
+        edge_cache=not args.no_edge_cache,
         claim_ttl=float(stack_env.get("CLAIM_TTL_SECONDS", 600)),
         window_seconds=args.window_seconds,
         seed=args.seed,
     )
     connector = aiohttp.TCPConnector(
-        limit=args.concurrency + args.poll_concurrency + 2 * args.purchase_concurrency,
+        limit=args.concurrency + args.poll_concurrency + 2 * args.purchase_concurrency + 2,
         ttl_dns_cache=None,
     )
     ws_connector = aiohttp.TCPConnector(limit=0)
@@ -265,7 +275,8 @@ async def run_sale(
             concurrency=args.purchase_concurrency,
             headers={"X-Sandbox-Token": sandbox_token},
         )
-        sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec)
+        edge = Api(session, urls["http"], rec, concurrency=2)  # the cache's origin reads
+        sale = Sale(cfg, api, watch, buy, sandbox, ws_session, rec, edge)
         monitor = Monitor(mon_conn, event["event_id"], inventory, rec, stack)
         if args.prequeue_seconds > 0:
             # The pre-queue is open; the sale opens this long after the first
@@ -277,6 +288,9 @@ async def run_sale(
                     [args.prequeue_seconds, event["event_id"]],
                 )
             monitor.marks["sale start"] = rec.now() + args.prequeue_seconds
+            cfg.sale_start_ms = (time.time() + args.prequeue_seconds) * 1000
+        else:
+            monitor.marks["sale start"] = rec.now()
         phase = ["selling"]
 
         async def query(sql: str, params: Any) -> list[tuple]:
@@ -349,6 +363,17 @@ async def run_sale(
             for task in pending:
                 task.cancel()
             fault_reports = [t.result() for t in done]
+        async with mon_conn.cursor() as cur:
+            await cur.execute(
+                "SELECT EXTRACT(EPOCH FROM MIN(admitted_at)) FROM queueing_queueentry "
+                "WHERE event_id = %s",
+                [event["event_id"]],
+            )
+            (first_admitted,) = await cur.fetchone()
+        # The beat's phase: when the first tick came after the sale's start.
+        first_tick = None
+        if first_admitted is not None and cfg.sale_start_ms:
+            first_tick = float(first_admitted) - cfg.sale_start_ms / 1000
         push = await entry_times(mon_conn, sale.push_latency_wall)
         confirmed = await confirm_times(mon_conn, sale.paid_wall)
         polled = await entry_times(mon_conn, sale.poll_latency_wall)
@@ -358,6 +383,8 @@ async def run_sale(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     return {
+        "people": people,
+        "first_tick": first_tick,
         "rec": rec,
         "sale": sale,
         "monitor": monitor,

@@ -203,10 +203,7 @@ def run_ticks(
         for customer in near:
             near_per[orch.part[customer]] += 1
         answers = orch.ask(
-            [
-                ("tick", report.served, n, near_per[i], deadline)
-                for i, n in enumerate(cumulative)
-            ]
+            [("tick", report.served, n, near_per[i], deadline) for i, n in enumerate(cumulative)]
         )
         waited = time.monotonic() - started
         frames_now = sum(a["frames"] for a in answers)

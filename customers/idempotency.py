@@ -21,11 +21,12 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
@@ -33,6 +34,7 @@ from rest_framework.response import Response
 
 from customers.authentication import customer_of
 from customers.models import IdempotencyKey
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import (
     AppError,
     Conflict,
@@ -138,22 +140,40 @@ def idempotent_response(
 def _claim_key(
     *, scope: str, key: str, customer_id: uuid.UUID | str, fp: str
 ) -> tuple[IdempotencyKey, bool]:
-    """Insert the key row in its own (sub)transaction: the winner owns the
-    key. Returns (row, owner); the row may be gone again (a freed key)."""
+    """Insert the key row, committed on its own (one statement, or a
+    savepoint inside a caller's transaction): the winner owns the key.
+    Returns (row, owner); the row may be gone again (a freed key)."""
+    row = IdempotencyKey(
+        customer_id=customer_id, scope=scope, key=key, request_hash=fp, created_at=timezone.now()
+    )
+    values = [f.get_db_prep_save(getattr(row, f.attname), connection) for f in _KEY_FIELDS]
+    savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
-        with transaction.atomic():
-            row = IdempotencyKey.objects.create(
-                customer_id=customer_id, scope=scope, key=key, request_hash=fp
-            )
+        with savepoint, prepared_cursor() as cursor:
+            cursor.execute(_CLAIM_KEY_SQL, values)
+            inserted = cursor.fetchone()
+    except IntegrityError as exc:  # the customer's row is gone (the only other refusal)
+        raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
+    if inserted is not None:
+        row.pk = inserted[0]
+        row._state.adding = False
+        row._state.db = connection.alias
         return row, True
-    except IntegrityError as exc:
-        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
-        if constraint != _UNIQUE:
-            raise Unauthenticated("Unknown customer.", code=ErrorCode.INVALID_TOKEN) from exc
     existing = IdempotencyKey.objects.filter(customer_id=customer_id, scope=scope, key=key).first()
     if existing is None:  # freed by its owner in between: try to own it
         return _claim_key(scope=scope, key=key, customer_id=customer_id, fp=fp)
     return existing, False
+
+
+_KEY_FIELDS = [f for f in IdempotencyKey._meta.concrete_fields if not f.primary_key]
+# The key row in one statement, written once (names from the model, values
+# always parameters); a key someone else holds inserts nothing.
+_CLAIM_KEY_SQL = (
+    f"INSERT INTO {IdempotencyKey._meta.db_table} "  # noqa: S608
+    f"({', '.join(f'{chr(34)}{f.column}{chr(34)}' for f in _KEY_FIELDS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_KEY_FIELDS))}) "
+    f"ON CONFLICT ON CONSTRAINT {_UNIQUE} DO NOTHING RETURNING id"
+)
 
 
 def _take_over_if_stale(row: IdempotencyKey) -> bool:

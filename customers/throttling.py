@@ -142,14 +142,23 @@ class CustomerBucketStore(RedisStore):
     scripts_dir = Path(__file__).parent / "lua"
     script_names = ("token_bucket",)
 
+    @staticmethod
+    def key(scope: str, ident: str) -> str:
+        return f"fq:tb:{{{scope}:{ident}}}"
+
+    @staticmethod
+    def args(bucket: Bucket, now_ms: float | None = None) -> list[Any]:
+        """The script's arguments (``lua/bucket_take.lua``): a caller may take
+        the token in a script of its own round trip (the position read)."""
+        return [
+            bucket.capacity,
+            repr(bucket.per_second / 1000),
+            repr(time.time() * 1000 if now_ms is None else now_ms),
+        ]
+
     def _take(self, scope: str, ident: str, bucket: Bucket, now_ms: float | None) -> float:
         wait_ms = self.scripts["token_bucket"](
-            keys=[f"fq:tb:{{{scope}:{ident}}}"],
-            args=[
-                bucket.capacity,
-                repr(bucket.per_second / 1000),
-                repr(time.time() * 1000 if now_ms is None else now_ms),
-            ],
+            keys=[self.key(scope, ident)], args=self.args(bucket, now_ms)
         )
         return int(wait_ms) / 1000
 
@@ -182,6 +191,35 @@ def customer_bucket_store() -> CustomerBucketStore:
 POSTGRES_ANSWERS = frozenset({"reads"})
 
 
+@dataclass(frozen=True)
+class BucketInScript:
+    """The read bucket of a customer, for a script that takes its token in
+    its own round trip (``lua/bucket_take.lua``): its key and arguments."""
+
+    key: str
+    args: list[Any]
+
+
+def read_bucket_in_script(*, customer_id: object) -> BucketInScript:
+    bucket = bucket_parse(settings.CUSTOMER_BUCKETS["reads"])
+    return BucketInScript(
+        key=CustomerBucketStore.key("reads", str(customer_id)),
+        args=CustomerBucketStore.args(bucket),
+    )
+
+
+# A request whose read token was taken in its own script carries this
+# attribute: the throttle then counts nothing twice.
+BUCKET_TAKEN = "customer_bucket_taken"
+
+
+def read_bucket_settle(request: Any, *, wait_ms: int) -> None:
+    """The answer of a read token taken in a script: the throttle counts
+    this request no more; RateLimited (429, Retry-After) when it was empty."""
+    setattr(request, BUCKET_TAKEN, True)
+    _refuse_after(int(wait_ms) / 1000)
+
+
 def customer_bucket_take(*, scope: str, customer_id: object) -> None:
     """One request of this customer from ``settings.CUSTOMER_BUCKETS[scope]``:
     RateLimited (429, Retry-After) when it is empty."""
@@ -211,6 +249,8 @@ class CustomerBucketThrottle(BaseThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         principal = request.user
         scope = self.scope(view, request.method or "")
+        if getattr(request, BUCKET_TAKEN, False):
+            return True  # taken with the read itself (read_bucket_settle)
         if isinstance(principal, CustomerPrincipal) and scope is not None:
             customer_bucket_take(scope=scope, customer_id=principal.id)
         return True

@@ -61,7 +61,7 @@ from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import QuerySet
 from redis.exceptions import LockError
 from redis.lock import Lock
@@ -97,6 +97,19 @@ def _busy_on_timeout() -> Iterator[None]:
 
 
 @contextmanager
+def _in_force() -> Iterator[None]:
+    """The block runs with the limit set: its helpers set none of their own,
+    and a wait past it is Busy."""
+    depth = getattr(connection, _IN_FORCE, 0)
+    setattr(connection, _IN_FORCE, depth + 1)
+    try:
+        with _busy_on_timeout():
+            yield
+    finally:
+        setattr(connection, _IN_FORCE, depth)
+
+
+@contextmanager
 def pg_lock_timeout(ms: int | None = None) -> Iterator[None]:
     """Inside a transaction: every lock the block waits for is waited for at
     most ``ms`` (default ``DB_LOCK_TIMEOUT_MS``); a longer wait raises Busy.
@@ -111,15 +124,30 @@ def pg_lock_timeout(ms: int | None = None) -> Iterator[None]:
             [f"{int(limit)}ms"],
         )
         previous = cursor.fetchone()[0]
-    depth = getattr(connection, _IN_FORCE, 0)
-    setattr(connection, _IN_FORCE, depth + 1)
-    try:
-        with _busy_on_timeout():
-            yield
-    finally:
-        setattr(connection, _IN_FORCE, depth)
+    with _in_force():
+        yield
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+
+
+@contextmanager
+def locked_transaction() -> Iterator[None]:
+    """``transaction.atomic()`` whose row locks all wait under one lock
+    timeout (``DB_LOCK_TIMEOUT_MS``), set once for the block: a short
+    transaction that takes several rows (a webhook: the payment, then its
+    claim) spends one statement on it instead of two per lock. As the
+    outermost block the limit ends with the transaction (nothing to
+    restore); nested, it is ``pg_lock_timeout`` inside a savepoint."""
+    if connection.in_atomic_block:
+        with transaction.atomic(), pg_lock_timeout():
+            yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            limit = f"{int(settings.DB_LOCK_TIMEOUT_MS)}ms"
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [limit])
+        with _in_force():
+            yield
 
 
 def _bounded(take: Callable[[], T]) -> T:

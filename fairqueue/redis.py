@@ -187,9 +187,21 @@ def event_key(event_id: Any, *parts: Any) -> str:
     return ":".join(["fq", f"{{{event_id}}}", *map(str, parts)])
 
 
+_INCLUDE = "--! include "
+
+
 @functools.cache
 def _lua_source(path: Path) -> str:
-    return path.read_text()
+    """A script's text; a line ``--! include <path>`` (relative to the
+    script's folder) is replaced by that file's text, so two scripts can
+    share one piece of Lua (a ``local function``) and still run as one."""
+    lines = path.read_text().splitlines(keepends=True)
+    return "".join(
+        _lua_source((path.parent / line[len(_INCLUDE) :].strip()).resolve())
+        if line.startswith(_INCLUDE)
+        else line
+        for line in lines
+    )
 
 
 class RedisStore:

@@ -189,18 +189,29 @@ class QueueStore(RedisStore):
 
     @best_effort(None)
     def position_with(
-        self, *, event_id: object, customer_id: object, hash_key: str, fields: list[str]
-    ) -> tuple[PositionAnswer, list] | None:
-        """``position`` and the caller's HMGET of ``fields`` of ``hash_key``
-        in the same script (one command, one round trip); (answer, the
-        values). None on a cluster (the hash is on another node: the caller
-        reads one after the other) or when Redis could not be asked."""
+        self,
+        *,
+        event_id: object,
+        customer_id: object,
+        hash_key: str,
+        fields: list[str],
+        bucket_key: str,
+        bucket_args: list,
+    ) -> tuple[PositionAnswer, list, int] | None:
+        """``position``, the caller's HMGET of ``fields`` of ``hash_key`` and
+        a token from the bucket at ``bucket_key`` (``bucket_args``: see
+        customers/lua/bucket_take.lua) in the same script (one command, one
+        round trip); (answer, the values, the bucket's wait in ms: 0 when the
+        token was taken, else no place was read). None on a cluster (the hash
+        and the bucket are on other nodes: the caller reads one after the
+        other) or when Redis could not be asked."""
         if isinstance(self.r, redis.RedisCluster):
             return None
         reply = self.scripts["position"](
-            keys=[*self._position_keys(event_id), hash_key], args=[str(customer_id), *fields]
+            keys=[*self._position_keys(event_id), hash_key, bucket_key],
+            args=[str(customer_id), *bucket_args, *fields],
         )
-        return self._position_answer(reply[:6]), reply[6]
+        return self._position_answer(reply[:6]), reply[6], int(reply[7])
 
     @best_effort(None)
     def leave(self, *, event_id: object, customer_id: object) -> None:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from customers.authentication import IsCustomer, bearer_token, customer_of
+from customers.throttling import read_bucket_settle
 from customers.tokens import customer_token_verify
 from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
 from fairqueue.errors import ErrorCode, json_error
@@ -89,20 +90,22 @@ class QueueView(HotPathView):
 
 class QueuePositionView(HotPathView):
     def perform_authentication(self, request: Request) -> None:
-        """The token's signature here, its sign-out state read with the
-        place in one Redis round trip (``queue_position_signed_in``); the
-        view answers what was read. No token: the usual path (IsCustomer
+        """The token's signature here, its sign-out state read and its read
+        bucket taken with the place in one Redis round trip
+        (``queue_position_signed_in``); the view answers what was read (429
+        when the bucket was empty). No token: the usual path (IsCustomer
         refuses it)."""
         token = bearer_token(request)
         if token is None:
             return
         principal = customer_token_verify(token)
-        # A DRF Request takes attributes its type does not list: the view answers it.
-        request.queue_position = queue_position_signed_in(  # type: ignore[attr-defined]  # for the view
-            event_id=self.kwargs["event_id"], principal=principal
-        )
+        read = queue_position_signed_in(event_id=self.kwargs["event_id"], principal=principal)
         request.auth = token
         request.user = principal  # type: ignore[assignment]  # a customer, as the token class gives
+        if read.bucket_wait_ms is not None:  # the read bucket's token came with the place
+            read_bucket_settle(request, wait_ms=read.bucket_wait_ms)  # 429 when empty
+        # A DRF Request takes attributes its type does not list: the view answers it.
+        request.queue_position = read.position  # type: ignore[attr-defined]  # for the view
 
     @extend_schema(
         operation_id="queue_position",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 
 import segno
@@ -9,6 +10,10 @@ import segno
 from claims.domain import ticket_code_display
 
 
+# Encoding a symbol (its mask chosen by scoring all eight) is most of a QR
+# code's cost: each process keeps the recent ones, so a ticket's email, its
+# page and its image share one encoding, and a retried email none at all.
+@functools.lru_cache(maxsize=2048)
 def _qr(code: str) -> segno.QRCode:
     # The grouped code (``ABCD-2345-EFGH-6789``) is QR "alphanumeric": a small
     # version-1 symbol that any phone or door scanner reads quickly. Level M
@@ -31,6 +36,7 @@ def qr_svg_document(code: str, *, scale: int = 6) -> bytes:
     return out.getvalue()
 
 
+@functools.lru_cache(maxsize=512)
 def qr_png(code: str, *, scale: int = 8) -> bytes:
     """PNG for email (mail clients drop inline SVG)."""
     out = io.BytesIO()

@@ -4,15 +4,18 @@ claim and its tickets never disagree."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 
 from claims.domain import ISSUED_TICKET_MACHINE, IssuedTicketStatus, ticket_code_new
 from claims.models import Claim, IssuedTicket
 from claims.signals import claim_confirmed
+from fairqueue.db import prepared_cursor
 from fairqueue.news import send_on_commit
 
 logger = logging.getLogger(__name__)
@@ -26,18 +29,27 @@ def issued_tickets_issue(*, claim_id: uuid.UUID | str) -> list[IssuedTicket]:
     nothing twice. After commit, ``claim_confirmed`` tells the apps above
     (the storefront sends the confirmation email)."""
     claim = Claim.objects.select_related("customer").get(pk=claim_id)
-    now = timezone.now()
-    # A code that collides (80 random bits: never in practice) is skipped by
-    # the INSERT like an issued seat; the next round gives its seat another.
-    for _ in range(3):
-        missing = _seats_missing(claim)
-        if not missing:
-            break
-        _insert(claim, missing, now)
-    send_on_commit(claim_confirmed, sender=Claim, claim_id=claim.pk)
+    issued_tickets_make(claim)
     return list(
         IssuedTicket.objects.filter(claim_id=claim.pk).exclude(status=T.VOID).order_by("seat")
     )
+
+
+def issued_tickets_make(claim: Claim) -> None:
+    """``issued_tickets_issue`` for a claim the caller holds (its customer
+    loaded), answering nothing: on a first confirmation one INSERT for every
+    seat (the one-per-seat index skips a seat issued before). A code that
+    collides (80 random bits: never in practice) is skipped by the INSERT
+    like an issued seat; the rounds after give its seat another."""
+    now = timezone.now()
+    seats = list(range(1, claim.quantity + 1))
+    if len(_insert(claim, seats, now)) < len(seats):
+        for _ in range(3):
+            missing = _seats_missing(claim)
+            if not missing:
+                break
+            _insert(claim, missing, now)
+    send_on_commit(claim_confirmed, sender=Claim, claim_id=claim.pk)
 
 
 def _seats_missing(claim: Claim) -> list[int]:
@@ -49,25 +61,41 @@ def _seats_missing(claim: Claim) -> list[int]:
     return [seat for seat in range(1, claim.quantity + 1) if seat not in issued]
 
 
-def _insert(claim: Claim, seats: list[int], now: datetime) -> None:
-    IssuedTicket.objects.bulk_create(
-        [
-            IssuedTicket(
-                code=ticket_code_new(),
-                claim_id=claim.pk,
-                event_id=claim.event_id,
-                tier_id=claim.tier_id,
-                customer_id=claim.customer_id,
-                holder_email=claim.customer.email,
-                seat=seat,
-                seat_label=claim.seats[seat - 1] if len(claim.seats) >= seat else "",
-                issued_at=now,
-            )
-            for seat in seats
-        ],
-        # The one-per-seat index: a seat issued meanwhile stays as it is.
-        ignore_conflicts=True,
+_FIELDS = list(IssuedTicket._meta.concrete_fields)
+_COLUMNS = ", ".join(f'"{f.column}"' for f in _FIELDS)
+_ROW = "(" + ", ".join(["%s"] * len(_FIELDS)) + ")"
+
+
+@functools.lru_cache(maxsize=8)
+def _insert_sql(rows: int) -> str:
+    # Names come from the model; values are always parameters. ON CONFLICT:
+    # the one-per-seat index (a seat issued meanwhile stays as it is) or a
+    # code taken; RETURNING says which seats were issued.
+    return (
+        f"INSERT INTO {IssuedTicket._meta.db_table} ({_COLUMNS}) "  # noqa: S608
+        f"VALUES {', '.join([_ROW] * rows)} ON CONFLICT DO NOTHING RETURNING seat"
     )
+
+
+def _insert(claim: Claim, seats: list[int], now: datetime) -> list[int]:
+    """Issue these seats (one statement); the seats that were issued."""
+    values: list[Any] = []
+    for seat in seats:
+        ticket = IssuedTicket(
+            code=ticket_code_new(),
+            claim_id=claim.pk,
+            event_id=claim.event_id,
+            tier_id=claim.tier_id,
+            customer_id=claim.customer_id,
+            holder_email=claim.customer.email,
+            seat=seat,
+            seat_label=claim.seats[seat - 1] if len(claim.seats) >= seat else "",
+            issued_at=now,
+        )
+        values += [getattr(ticket, f.attname) for f in _FIELDS]
+    with prepared_cursor() as cursor:
+        cursor.execute(_insert_sql(len(seats)), values)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def issued_tickets_void(*, claim_ids: list[uuid.UUID], reason: str) -> int:

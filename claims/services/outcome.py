@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
-from claims.services.issuing import issued_tickets_issue
+from claims.services.issuing import issued_tickets_issue, issued_tickets_make
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import ErrorCode, InvalidTransition, NotFound
 from fairqueue.locks import pg_lock_timeout
 from inventory.seating.domain import SeatChange, SeatStatus
@@ -26,24 +27,40 @@ from inventory.services import ShortOfTickets, inventory_sync_event, tickets_tak
 logger = logging.getLogger(__name__)
 
 
-def claim_confirm(*, claim_id: uuid.UUID | str) -> Claim:
+# The confirmation in one prepared statement (the webhook's hot path): a
+# claim confirmed has no payment in flight any more (the one that paid it).
+_CONFIRM_SQL = (
+    f"UPDATE {Claim._meta.db_table} SET status = %s, confirmed_at = %s, "  # noqa: S608
+    "payment_in_flight = false WHERE id = %s AND status = %s"
+)
+
+
+def claim_confirm(*, claim_id: uuid.UUID | str, claim: Claim | None = None) -> Claim:
     """CLAIMED -> CONFIRMED (conditional), and its tickets issued;
-    InvalidTransition otherwise.
+    InvalidTransition otherwise. ``claim``: the caller's locked row of it
+    (``claim_lock``, its customer loaded), not read again.
 
     A claim past its expiry that the expiry task has not released yet still
     holds its tickets, so the payment arrived in time for them."""
-    updated = Claim.objects.filter(pk=claim_id, status=ClaimStatus.CLAIMED).update(
-        status=ClaimStatus.CONFIRMED, confirmed_at=timezone.now()
-    )
-    claim = Claim.objects.filter(pk=claim_id).first()
-    if claim is None:
-        raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
+    now = timezone.now()
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _CONFIRM_SQL, [ClaimStatus.CONFIRMED.value, now, claim_id, ClaimStatus.CLAIMED.value]
+        )
+        updated = cursor.rowcount
+    if claim is None or not updated:
+        claim = Claim.objects.select_related("customer").filter(pk=claim_id).first()
+        if claim is None:
+            raise NotFound("No such claim.", code=ErrorCode.CLAIM_NOT_FOUND)
+    else:
+        claim.status, claim.confirmed_at = ClaimStatus.CONFIRMED, now
+        claim.payment_in_flight = False
     if not updated:
         raise InvalidTransition(
             f"A {claim.status} claim cannot be confirmed.",
             details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
         )
-    issued_tickets_issue(claim_id=claim.pk)
+    issued_tickets_make(claim)
     _seats_sold(claim)
     return claim
 

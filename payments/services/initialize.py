@@ -35,6 +35,7 @@ from claims.domain import ClaimStatus
 from claims.services import claim_extend, claim_lock, claim_payment_started
 from fairqueue.errors import Busy, Conflict, ErrorCode, Gone, InvalidTransition
 from fairqueue.faults import fault_point
+from fairqueue.locks import locked_transaction
 from fairqueue.public_url import public_base_url
 from payments.domain import (
     LIVE_STATUSES,
@@ -56,6 +57,7 @@ from payments.services.outcomes import (
 from payments.services.records import (
     first_check_seconds,
     lease_seconds,
+    payment_create,
     payment_lease_take,
     payment_log,
     payment_next_check,
@@ -103,6 +105,7 @@ def _logged_callback(payment: Payment) -> str | None:
 class PaymentStart:
     payment: Payment
     created: bool  # False: the claim's live payment, returned as it is
+    request: dict[str, Any] | None = None  # created: the initialize request it logged
 
 
 def payment_open(
@@ -115,7 +118,7 @@ def payment_open(
     expiry cannot slip in between the check and the new payment (that would
     hand out a checkout link for a released claim): it waits for us, or we
     see its result."""
-    with transaction.atomic():
+    with locked_transaction():
         claim = claim_lock(claim_id=claim_id, customer_id=customer_id)
         if claim.status == ClaimStatus.CONFIRMED:
             raise Conflict("This claim is already paid.", code=ErrorCode.ALREADY_PAID)
@@ -133,7 +136,7 @@ def payment_open(
         now = timezone.now()
         if claim.expires_at <= now:
             raise Gone("This claim has expired.", code=ErrorCode.CLAIM_EXPIRED)
-        payment = Payment.objects.create(
+        payment = Payment(
             claim=claim,
             customer_id=claim.customer_id,
             reference=new_reference(),
@@ -143,14 +146,12 @@ def payment_open(
             next_check_at=now
             + timedelta(seconds=max(settings.PAYMENT_STALE_SECONDS, lease_seconds())),
         )
-        claim_payment_started(claim=claim)
-        payment_log(
-            payment=payment,
-            kind=EventKind.INITIALIZE_REQUESTED,
-            actor="customer",
-            data=_initialize_request(payment, callback=callback_url(base_url)),
+        request = _initialize_request(payment, callback=callback_url(base_url))
+        payment_create(
+            payment=payment, actor="customer", kind=EventKind.INITIALIZE_REQUESTED, data=request
         )
-    return PaymentStart(payment, created=True)
+        claim_payment_started(claim=claim)
+    return PaymentStart(payment, created=True, request=request)
 
 
 def _initialize_request(payment: Payment, *, callback: str | None = None) -> dict[str, Any]:
@@ -176,11 +177,15 @@ class InitOutcome(StrEnum):
     UNKNOWN = "unknown"  # the gateway says it exists yet cannot tell us more
 
 
-def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
-    """Steps 2 and 3 for an INITIALIZING payment whose lease the caller holds.
+def payment_gateway_initialize(
+    *, payment: Payment, actor: str, request: dict[str, Any] | None = None
+) -> InitOutcome:
+    """Steps 2 and 3 for an INITIALIZING payment whose lease the caller holds
+    (``request``: the one logged at its start, when the caller has it);
+    ``payment`` is brought up to date in memory when it moved to PENDING.
     Raises GatewayTransientError when the gateway did not answer after the
     client's retries (the payment stays INITIALIZING)."""
-    request = _initialize_request(payment)
+    request = request or _initialize_request(payment)
     try:
         answer = PaystackClient().initialize(**request)
     except GatewayTransientError as exc:
@@ -202,7 +207,8 @@ def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
         return InitOutcome.BLOCKED
 
     fault_point("payment.after_gateway_answer")
-    with transaction.atomic():
+    caller = payment
+    with locked_transaction():
         payment = payment_lock(payment_id=payment.pk)
         payment_log(
             payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
@@ -226,6 +232,9 @@ def payment_gateway_initialize(*, payment: Payment, actor: str) -> InitOutcome:
             logger.info("payment %s unblocked; claim extended by %.0fs", payment.reference, lost)
         if gateway_incident_resolve(operation="initialize"):
             _unblock_all()
+    if moved:
+        for field in Payment._meta.concrete_fields:
+            setattr(caller, field.attname, getattr(payment, field.attname))
     return InitOutcome.PENDING if moved else InitOutcome.SETTLED
 
 
@@ -333,14 +342,17 @@ def payment_initialize(
     if start.created:
         fault_point("payment.after_initializing")
     try:
-        outcome = payment_gateway_initialize(payment=payment, actor="customer")
+        outcome = payment_gateway_initialize(
+            payment=payment, actor="customer", request=start.request
+        )
     except GatewayTransientError as exc:
         # Stays INITIALIZING; free the lease so a retry (or reconciliation) resumes it.
         payment_next_check(payment_id=payment.pk, after_seconds=exc.retry_after or 0)
         raise _gateway_unavailable(
             payment, retry_after=max(RETRY_AFTER_SECONDS, exc.retry_after or 0)
         ) from None
-    payment.refresh_from_db()
+    if outcome != InitOutcome.PENDING:  # a PENDING one is up to date already
+        payment.refresh_from_db()
     if outcome == InitOutcome.BLOCKED:
         raise _unavailable(payment)
     if outcome in (InitOutcome.ORPHANED, InitOutcome.UNKNOWN):

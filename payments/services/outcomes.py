@@ -112,8 +112,15 @@ def _settle_paid(*, payment: Payment, actor: str, paid: dict[str, Any]) -> None:
     """The money is right: the claim decides whether it is kept."""
     claim = claim_lock(claim_id=payment.claim_id)
     if claim.status == ClaimStatus.CLAIMED:
-        claim_confirm(claim_id=claim.pk)
-        payment_transition(payment=payment, target=P.CONFIRMED, actor=actor, reason="paid", **paid)
+        claim_confirm(claim_id=claim.pk, claim=claim)
+        payment_transition(
+            payment=payment,
+            target=P.CONFIRMED,
+            actor=actor,
+            reason="paid",
+            claim_settled=True,
+            **paid,
+        )
     elif claim.status == ClaimStatus.RELEASED:
         # Late success: the claim was released (expired, failed, given up).
         if claim_reinstate(claim_id=claim.pk):

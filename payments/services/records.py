@@ -3,11 +3,13 @@ append-only event log, and a conditional state change (logged with it)."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -16,6 +18,21 @@ from fairqueue.news import send_on_commit
 from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
 from payments.signals import refund_required
+
+# The log's INSERT and the state change's UPDATE are written once, from the
+# models (names from the models, values always parameters): every payment
+# step runs them, and the ORM would compile them anew each time.
+PAYMENT_EVENT_FIELDS = [f for f in PaymentEvent._meta.concrete_fields if not f.primary_key]
+_INSERT_EVENT_SQL = (
+    f"INSERT INTO {PaymentEvent._meta.db_table} "  # noqa: S608
+    f"({', '.join(f'{chr(34)}{f.column}{chr(34)}' for f in PAYMENT_EVENT_FIELDS)}) "
+    f"VALUES ({', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))}) RETURNING id"
+)
+
+
+def payment_event_values(event: PaymentEvent) -> list[Any]:
+    """An unsaved log entry's column values, in ``PAYMENT_EVENT_FIELDS`` order."""
+    return [f.get_db_prep_save(getattr(event, f.attname), connection) for f in PAYMENT_EVENT_FIELDS]
 
 
 def payment_log(
@@ -28,14 +45,60 @@ def payment_log(
     from_status: str = "",
     to_status: str = "",
 ) -> PaymentEvent:
-    return PaymentEvent.objects.create(
-        payment=payment,
+    event = PaymentEvent(
+        payment_id=payment.pk,
         kind=kind,
         actor=actor,
         data=data or {},
         raw_body=raw_body,
         from_status=from_status,
         to_status=to_status,
+        created_at=timezone.now(),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_EVENT_SQL, payment_event_values(event))
+        event.pk = cursor.fetchone()[0]
+    event._state.adding = False
+    event._state.db = connection.alias
+    return event
+
+
+_PAYMENT_FIELDS = list(Payment._meta.concrete_fields)
+_PAYMENT_BY_NAME = {f.name: f for f in _PAYMENT_FIELDS} | {f.attname: f for f in _PAYMENT_FIELDS}
+# A new payment and the first entry of its log, in one statement.
+_INSERT_PAYMENT_SQL = (
+    f"WITH created AS (INSERT INTO {Payment._meta.db_table} "  # noqa: S608
+    f"({', '.join(f'{chr(34)}{f.column}{chr(34)}' for f in _PAYMENT_FIELDS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_PAYMENT_FIELDS))}) RETURNING id) "
+    f"{_INSERT_EVENT_SQL.split(' VALUES ')[0]} "
+    f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM created RETURNING id"
+)
+
+
+def payment_create(*, payment: Payment, actor: str, kind: EventKind, data: dict[str, Any]) -> None:
+    """INSERT the (unsaved) payment and its first log entry (one statement)."""
+    now = timezone.now()
+    payment.created_at = payment.updated_at = now
+    entry = PaymentEvent(payment_id=payment.pk, kind=kind, actor=actor, data=data, created_at=now)
+    values = [f.get_db_prep_save(getattr(payment, f.attname), connection) for f in _PAYMENT_FIELDS]
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)])
+    payment._state.adding = False
+    payment._state.db = connection.alias
+
+
+@functools.lru_cache(maxsize=64)
+def _transition_sql(target: PaymentStatus, names: tuple[str, ...]) -> str:
+    """The conditional UPDATE and its log entry, in one statement: the entry
+    is written only when the UPDATE moved the row."""
+    columns = [_PAYMENT_BY_NAME[name].column for name in names]
+    assignments = ", ".join(f'"{column}" = %s' for column in ["status", "updated_at", *columns])
+    sources = ", ".join(f"'{status}'" for status in PAYMENT_MACHINE.sources_of(target))
+    return (
+        f"WITH moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
+        f"WHERE id = %s AND status IN ({sources}) RETURNING id) "
+        f"{_INSERT_EVENT_SQL.split(' VALUES ')[0]} "
+        f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
     )
 
 
@@ -46,34 +109,63 @@ def payment_transition(
     actor: str,
     reason: str = "",
     data: dict[str, Any] | None = None,
+    claim_settled: bool = False,
     **fields: Any,
 ) -> bool:
     """``UPDATE ... WHERE status IN (states that may move to target)``; zero
     rows means someone else moved it first (an answer, not a crash). On
-    success the change is logged and ``payment`` updated in memory. Callers
-    hold the row lock, so the logged ``from_status`` is exact."""
+    success the change is logged (in the same statement) and ``payment``
+    updated in memory. Callers hold the row lock, so the logged
+    ``from_status`` is exact. ``claim_settled``: the caller confirmed the
+    claim in this transaction, which ends its payment in flight
+    (``claim_confirm``)."""
     now = timezone.now()
     if target == PaymentStatus.CONFIRMED:
         fields.setdefault("confirmed_at", now)
     if target == PaymentStatus.FAILED:
         fields.setdefault("failed_at", now)
-    updated = Payment.objects.filter(
-        pk=payment.pk, status__in=PAYMENT_MACHINE.sources_of(target)
-    ).update(status=target, updated_at=now, **fields)
-    if not updated:
-        return False
     source = payment.status
-    if source in LIVE_STATUSES and target not in LIVE_STATUSES:
-        claim_payment_ended(claim_id=payment.claim_id)
-    payment_log(
-        payment=payment,
+    entry = PaymentEvent(
+        payment_id=payment.pk,
         kind=EventKind.STATE_CHANGE,
         actor=actor,
         from_status=source,
         to_status=target,
         data={"reason": reason, **(data or {})} if reason or data else {},
+        created_at=now,
     )
+    if any(hasattr(value, "resolve_expression") for value in fields.values()):
+        # An expression (F(...)): the ORM writes it (staff's rare steps).
+        updated = Payment.objects.filter(
+            pk=payment.pk, status__in=PAYMENT_MACHINE.sources_of(target)
+        ).update(status=target, updated_at=now, **fields)
+        if updated:
+            payment_log(
+                payment=payment,
+                kind=EventKind.STATE_CHANGE,
+                actor=actor,
+                from_status=source,
+                to_status=target,
+                data=entry.data,
+            )
+    else:
+        names = tuple(sorted(fields))
+        values = [
+            _PAYMENT_BY_NAME[name].get_db_prep_save(fields[name], connection)
+            for name in names
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _transition_sql(target, names),
+                [str(target), now, *values, payment.pk, *payment_event_values(entry)],
+            )
+            updated = cursor.rowcount
+    if not updated:
+        return False
+    if source in LIVE_STATUSES and target not in LIVE_STATUSES and not claim_settled:
+        claim_payment_ended(claim_id=payment.claim_id)
     payment.status = target
+    payment.updated_at = now
     for name, value in fields.items():
         setattr(payment, name, value)
     if target == PaymentStatus.REFUND_REQUIRED:

@@ -18,10 +18,11 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import connection
+from django.utils import timezone
 
 from fairqueue.errors import AppError, ErrorCode
-from fairqueue.locks import payment_row_lock, refund_row_lock
+from fairqueue.locks import locked_transaction, payment_row_lock, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import (
     OPEN_REFUND_STATUSES,
@@ -30,11 +31,15 @@ from payments.domain import (
     EventKind,
     PaymentStatus,
 )
-from payments.models import Payment, Refund, WebhookReceipt
+from payments.models import Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.paystack import merchant_amount, signature_valid
 from payments.services.disputes import apply_dispute_webhook
 from payments.services.outcomes import apply_success
-from payments.services.records import payment_log, payment_transition
+from payments.services.records import (
+    PAYMENT_EVENT_FIELDS,
+    payment_event_values,
+    payment_transition,
+)
 from payments.services.refunds import refund_apply, refund_open_locked, refundable_amount
 
 logger = logging.getLogger(__name__)
@@ -172,33 +177,20 @@ def _apply(
     payload: dict[str, Any],
     body: bytes,
 ) -> WebhookOutcome:
-    with transaction.atomic():
+    with locked_transaction():  # the payment's row, then its claim's, under one lock timeout
         payment = payment_row_lock(Payment.objects.filter(reference=reference))
         if payment is None:
             # Not ours (another integration on the same gateway account):
             # answer 200 so the gateway does not retry it for days.
             logger.warning("paystack webhook %s for unknown reference %s", event, reference)
             return WebhookOutcome.UNKNOWN_REFERENCE
-        try:
-            with transaction.atomic():
-                WebhookReceipt.objects.create(
-                    event_type=event,
-                    reference=reference,
-                    key=key,
-                    payment=payment,
-                    gateway_transaction_id=str(data.get("id") or "")[:64],
-                )
-        except IntegrityError:
-            duplicate = True
-        else:
-            duplicate = False
-        # Every delivery is in the log, a repeated one too (it changes nothing else).
-        payment_log(
+        duplicate = not _receipt_record(
             payment=payment,
-            kind=EventKind.WEBHOOK_DUPLICATE if duplicate else EventKind.WEBHOOK_RECEIVED,
-            actor="gateway",
-            data=payload,
-            raw_body=body.decode("utf-8", errors="replace"),
+            event=event,
+            key=key,
+            transaction_id=str(data.get("id") or "")[:64],
+            payload=payload,
+            body=body,
         )
         if duplicate:
             logger.info("paystack webhook %s %s already processed", event, reference)
@@ -217,6 +209,70 @@ def _apply(
             apply_dispute_webhook(payment=payment, event=event, data=data)
     logger.info("paystack webhook %s %s -> payment %s", event, reference, payment.status)
     return WebhookOutcome.PROCESSED
+
+
+_RECEIPT_FIELDS = [f for f in WebhookReceipt._meta.concrete_fields if not f.primary_key]
+_EVENTS_TABLE = PaymentEvent._meta.db_table
+# The delivery's receipt and its log entry in one statement: the receipt is
+# refused by the one-per-delivery constraint for a repeated delivery, and
+# the log entry says which it was (every delivery is logged, a repeated one
+# too; it changes nothing else).
+_RECEIPT_SQL = f"""
+WITH receipt AS (
+    INSERT INTO {WebhookReceipt._meta.db_table}
+        ({", ".join(f'"{f.column}"' for f in _RECEIPT_FIELDS)})
+    VALUES ({", ".join(["%s"] * len(_RECEIPT_FIELDS))})
+    ON CONFLICT ON CONSTRAINT webhook_receipt_key_unique DO NOTHING
+    RETURNING id
+)
+INSERT INTO {_EVENTS_TABLE} ({", ".join(f'"{f.column}"' for f in PAYMENT_EVENT_FIELDS)})
+SELECT {
+    ", ".join(
+        "CASE WHEN EXISTS (SELECT 1 FROM receipt) THEN %s ELSE %s END" if f.name == "kind" else "%s"
+        for f in PAYMENT_EVENT_FIELDS
+    )
+}
+RETURNING kind
+"""  # noqa: S608
+
+
+def _receipt_record(
+    *,
+    payment: Payment,
+    event: str,
+    key: str,
+    transaction_id: str,
+    payload: dict[str, Any],
+    body: bytes,
+) -> bool:
+    """Record the delivery and log it (one statement); False when it was
+    received before."""
+    now = timezone.now()
+    receipt = WebhookReceipt(
+        event_type=event,
+        reference=payment.reference,
+        key=key,
+        payment_id=payment.pk,
+        gateway_transaction_id=transaction_id,
+        received_at=now,
+    )
+    entry = PaymentEvent(
+        payment_id=payment.pk,
+        actor="gateway",
+        data=payload,
+        raw_body=body.decode("utf-8", errors="replace"),
+        created_at=now,
+    )
+    params = [f.get_db_prep_save(getattr(receipt, f.attname), connection) for f in _RECEIPT_FIELDS]
+    for field, value in zip(PAYMENT_EVENT_FIELDS, payment_event_values(entry), strict=True):
+        if field.name == "kind":
+            params += [EventKind.WEBHOOK_RECEIVED.value, EventKind.WEBHOOK_DUPLICATE.value]
+        else:
+            params.append(value)
+    with connection.cursor() as cursor:
+        cursor.execute(_RECEIPT_SQL, params)
+        (kind,) = cursor.fetchone()
+    return bool(kind == EventKind.WEBHOOK_RECEIVED.value)
 
 
 def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from customers.revocation import auth_state_store, customer_token_settle
+from customers.throttling import read_bucket_in_script
 from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
@@ -356,29 +357,42 @@ def queue_position(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -
     return _position(event, customer_id, answer)
 
 
+@dataclass(frozen=True)
+class SignedInRead:
+    position: PositionResult | None  # None: the customer's read bucket was empty
+    bucket_wait_ms: int | None  # None: the bucket was not asked (the throttle asks it)
+
+
 def queue_position_signed_in(
     *, event_id: uuid.UUID | str, principal: CustomerPrincipal
-) -> PositionResult:
+) -> SignedInRead:
     """``queue_position`` for a customer whose token is verified but not yet
-    checked for sign-out: the sign-out state and the place are read in one
-    Redis round trip (the hottest request of a sale), then the sign-out is
-    decided (401 ``token_revoked`` before anything is answered)."""
+    checked for sign-out: the sign-out state, the customer's read bucket
+    (customers/throttling.py) and the place are read in one Redis round trip
+    (the hottest request of a sale), then the sign-out is decided (401
+    ``token_revoked`` before anything is answered). An empty bucket reads no
+    place; the caller answers 429."""
     event = _event_for_queue(event_id)
     auth = auth_state_store()
     both = None
     if event.status in EVENT_LIVE_STATUSES:
+        bucket = read_bucket_in_script(customer_id=principal.id)
         both = queue_store().position_with(
             event_id=event.id,
             customer_id=principal.id,
             hash_key=auth.key(principal.id),
             fields=auth.fields(principal.jti),
+            bucket_key=bucket.key,
+            bucket_args=bucket.args,
         )
     if both is None:  # not live, Redis unreachable, or a cluster: one read after the other
         customer_token_settle(principal, auth.read(customer_id=principal.id, jti=principal.jti))
-        return queue_position(event_id=event.id, customer_id=principal.id)
-    answer, auth_reply = both
+        return SignedInRead(queue_position(event_id=event.id, customer_id=principal.id), None)
+    answer, auth_reply, wait_ms = both
     customer_token_settle(principal, auth.parse(auth_reply))
-    return _position(event, principal.id, answer)
+    if wait_ms > 0:
+        return SignedInRead(None, wait_ms)
+    return SignedInRead(_position(event, principal.id, answer), 0)
 
 
 def _position(

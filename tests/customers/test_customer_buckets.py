@@ -81,6 +81,28 @@ def test_a_script_looping_reads_gets_the_burst_then_429_and_others_read_on(api, 
     assert theirs.status_code == 200  # a bucket per customer
 
 
+def test_position_reads_take_their_token_once_with_the_place_and_stop_at_the_burst(
+    api, no_refill
+):
+    """The position read takes its token in its own round trip: each read
+    counts once (not again in the throttle), and an empty bucket reads no
+    place (429 before any Postgres fallback)."""
+    event = make_event()
+    customer, _ = join(event)
+    burst = bucket_parse(settings.CUSTOMER_BUCKETS["reads"]).capacity
+    position = f"/api/v1/events/{event.id}/queue/position/"
+
+    answers = [api.get(position, **bearer(customer)) for _ in range(burst + 5)]
+    after = api.get("/api/v1/auth/me/", **bearer(customer))
+
+    assert Counter(a.status_code for a in answers) == Counter({200: burst, 429: 5})
+    refused = answers[-1]
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert "position" not in refused.json()
+    assert int(refused["Retry-After"]) >= 1
+    assert after.status_code == 429  # one bucket for every read
+
+
 def test_public_reads_and_writes_are_not_counted_against_the_readers_bucket(api, no_refill):
     event = make_event()
     customer, _ = join(event)
