@@ -8,7 +8,7 @@ from email.mime.image import MIMEImage
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
+from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.template.loader import render_to_string
 
 from claims.domain import IssuedTicketStatus, ticket_code_display
@@ -64,6 +64,22 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
         image.add_header("Content-Disposition", "inline", filename=f"ticket-{ticket.seat}.png")
         message.attach(image)
     return message
+
+
+def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) -> EmailMessage:
+    """A waiting-list offer: a ticket is the customer's to claim and pay
+    before ``expires_at`` (ISO 8601, UTC), on the event's page."""
+    context = {
+        "event_name": " ".join(event_name.split()),
+        "expires_at": expires_at,
+        "event_url": public_url(f"/events/{event_id}/"),
+    }
+    return EmailMessage(
+        subject="A ticket for " + context["event_name"] + " is yours to claim",
+        body=render_to_string("emails/offer.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+    )
 
 
 def cancellation_email(*, claim: Claim, reason: str) -> EmailMultiAlternatives | None:

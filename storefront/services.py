@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket
-from storefront.emails import cancellation_email, confirmation_email
+from customers.models import Customer
+from events.models import Event
+from storefront.emails import cancellation_email, confirmation_email, offer_email
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,23 @@ def confirmations_unsent(*, now: datetime | None = None, limit: int = 500) -> li
         .values_list("claim_id", flat=True)[:limit]
     )
     return list(rows)
+
+
+def offer_email_deliver(
+    *, event_id: uuid.UUID | str, customer_id: uuid.UUID | str, expires_at: str
+) -> str:
+    """Email a waiting-list offer (the page and the socket announce it too).
+    An offer that is no longer open by now is not mailed."""
+    customer = Customer.objects.filter(pk=customer_id).first()
+    event = Event.objects.filter(pk=event_id).first()
+    if customer is None or event is None:
+        return "gone"
+    if datetime.fromisoformat(expires_at) <= timezone.now():
+        return "lapsed"
+    offer_email(
+        event_name=event.name, event_id=event.pk, to=customer.email, expires_at=expires_at
+    ).send(fail_silently=False)
+    return "sent"
 
 
 def cancellation_email_deliver(*, claim_id: uuid.UUID | str, reason: str) -> str:

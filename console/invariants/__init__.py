@@ -6,7 +6,7 @@ Checks come in three kinds (``When``): the ones that hold at every moment,
 even mid-sale under load; the ones that hold once a sale is quiet and beat
 has caught up (nothing in flight, Redis rebuilt: ``settled=True``); and
 "every ticket sold" (``sold_out=True``). Each check is a function in
-``tickets``, ``payments`` or ``agreement`` registered with ``@check``.
+``tickets``, ``payments``, ``waitlist`` or ``agreement`` registered with ``@check``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from claims.models import Claim
-from console.invariants import agreement, payments, tickets
+from console.invariants import agreement, payments, tickets, waitlist
 from console.invariants.base import CHECKS, Check, Options, Result, Scope, When
 from events.models import Event
 from fairqueue.errors import ErrorCode, NotFound
@@ -28,7 +28,7 @@ from payments.models import Payment
 from queueing.models import QueueEntry
 
 # The modules above register their checks on import.
-_REGISTERED_BY = (agreement, payments, tickets)
+_REGISTERED_BY = (agreement, payments, tickets, waitlist)
 
 
 @dataclass

@@ -44,8 +44,10 @@ ALWAYS = {
     "payment_log_complete",
     "payment_amounts_match",
     "payment_log_append_only",
+    "waitlist_one_per_customer",
 }
 SETTLED = {
+    "offers_within_free_tickets",
     "sold_out_means_none_free",
     "claims_expired_in_time",
     "admissions_expired_in_time",
