@@ -56,3 +56,9 @@ def prepared_cursor() -> Iterator[Any]:
     raw = _PreparingCursor(connection.connection)
     with connection.make_cursor(raw) as cursor:  # type: ignore[arg-type]  # stubs: it takes the raw cursor
         yield cursor
+
+
+def violated_constraint(exc: Exception) -> str:
+    """The name of the constraint an IntegrityError broke ("" when Postgres
+    named none)."""
+    return getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""

@@ -68,6 +68,10 @@ class ErrorCode(StrEnum):
     NOT_IN_QUEUE = "not_in_queue"
     ADMISSION_EXPIRED = "admission_expired"
     ADMISSION_INVALID = "admission_invalid"
+    # The waiting list of a sold-out event.
+    WAITLIST_CLOSED = "waitlist_closed"
+    ALREADY_ON_WAITLIST = "already_on_waitlist"
+    NOT_ON_WAITLIST = "not_on_waitlist"
     # Claims.
     CLAIM_NOT_FOUND = "claim_not_found"
     INVALID_QUANTITY = "invalid_quantity"

@@ -22,3 +22,9 @@ class QueueingConfig(AppConfig):
 
         # An event's public answer (GET events/{id}/) says how many wait.
         queue_length_reader_set(queue_length)
+
+        from inventory.signals import tickets_freed
+        from queueing.receivers import offers_on_tickets_freed
+
+        # Freed tickets of a sold-out event go to its waiting list.
+        tickets_freed.connect(offers_on_tickets_freed, dispatch_uid="queueing.waitlist_offers")

@@ -34,6 +34,39 @@ class EndReason(StrEnum):
 
     ADMISSION_WINDOW = "admission_window"  # admitted, did not claim in time
     SALE_ENDED = "sale_ended"  # the organizer ended the sale, or its window closed
+    # a waiting-list offer taken back: the ticket it stood for was re-instated
+    # to a buyer whose late payment succeeded (the entry is back at the head)
+    OFFER_WITHDRAWN = "offer_withdrawn"
+
+
+class WaitlistStatus(StrEnum):
+    """A place on an event's waiting list (the API shows these values)."""
+
+    WAITING = "waiting"
+    OFFERED = "offered"  # holds an admission for one ticket, for a window
+    ACCEPTED = "accepted"  # claimed the ticket it was offered
+    LAPSED = "lapsed"  # let the offer's window pass
+    LEFT = "left"
+    CLOSED = "closed"  # the sale ended before an offer came
+
+
+W = WaitlistStatus
+WAITLIST_MACHINE = StateMachine(
+    "waitlist_entry",
+    {
+        W.WAITING: {W.OFFERED, W.LEFT, W.CLOSED},
+        # back to WAITING: the offer was withdrawn (its ticket re-instated)
+        W.OFFERED: {W.ACCEPTED, W.LAPSED, W.LEFT, W.WAITING},
+    },
+)
+
+# At most one of these per (event, customer).
+WAITLIST_LIVE_STATUSES = (W.WAITING, W.OFFERED)
+
+# Who joins the waiting list within this long of the sell-out is drawn into a
+# random order when it has passed (as the pre-queue is at sale start);
+# everyone after keeps the order they came in.
+WAITLIST_DRAW_SECONDS = 60
 
 
 def admission_capacity(

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Q
 
-from events.models import Event
+from events.models import Event, TicketTier
 from fairqueue.snapshots import SnapshotCache
-from queueing.domain import LIVE_STATUSES, QueueStatus
-from queueing.models import AdmissionState, QueueEntry
+from queueing.domain import LIVE_STATUSES, WAITLIST_LIVE_STATUSES, QueueStatus, WaitlistStatus
+from queueing.models import AdmissionState, QueueEntry, WaitlistEntry
 from queueing.store import queue_store
 
 
@@ -144,3 +144,44 @@ def queue_length(*, event_id: uuid.UUID | str) -> int:
     down or does not hold the whole line."""
     waiting = queue_store().line_length(event_id=event_id)
     return waiting if waiting is not None else waiting_count(event_id=event_id)
+
+
+@dataclass(frozen=True)
+class WaitlistLine:
+    """One row of an event's waiting list as the organizer sees it."""
+
+    tier: str  # the tier's name, or "any tier"
+    waiting: int
+    offered: int
+    revenue: int  # minor units: what the waiting entries would pay at face value
+    currency: str
+
+
+def waitlist_summary(*, event_id: uuid.UUID | str) -> list[WaitlistLine]:
+    """Per tier wanted (and "any tier"): entries waiting, offers open, and the
+    revenue the waiting ones represent at face value (an entry for any tier
+    at the cheapest tier's price)."""
+    tiers = list(
+        TicketTier.objects.filter(event_id=event_id)
+        .order_by("sort_order", "price", "name")
+        .values_list("id", "name", "price")
+    )
+    if not tiers:
+        return []
+    counts: dict[tuple[object, str], int] = {}
+    rows = (
+        WaitlistEntry.objects.filter(event_id=event_id, status__in=WAITLIST_LIVE_STATUSES)
+        .values_list("tier_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for tier_id, status, n in rows:
+        counts[(tier_id, status)] = n
+    currency = Event.objects.filter(pk=event_id).values_list("currency", flat=True).first() or ""
+    cheapest = min(price for _, _, price in tiers)
+    lines = []
+    for tier_id, name, price in [*tiers, (None, "any tier", cheapest)]:
+        waiting = counts.get((tier_id, WaitlistStatus.WAITING.value), 0)
+        offered = counts.get((tier_id, WaitlistStatus.OFFERED.value), 0)
+        lines.append(WaitlistLine(name, waiting, offered, waiting * price, currency))
+    return lines

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from fairqueue.locks import single_flight, time_limits
 from queueing.services import admission_tick_all, queue_reconcile_all
+from queueing.services.waitlist_offers import waitlist_tick_all, waitlist_tick_event
 
 # Two ticks: a worker killed mid-tick stops admission for at most that long.
 TICK_LOCK_TTL = max(10.0, 2 * settings.ADMISSION_INTERVAL_SECONDS)
@@ -20,9 +21,19 @@ RECONCILE_LOCK_TTL = max(120.0, 4 * settings.RECONCILE_INTERVAL_SECONDS)
 )
 @single_flight("admission_tick", ttl_s=TICK_LOCK_TTL)
 def admission_tick() -> int:
-    """Expire lapsed admissions and admit the next batch of every live event.
-    Returns how many customers were admitted."""
+    """Offer freed tickets to the waiting lists first (a sold-out event's
+    returned tickets go to its list before its line), then expire lapsed
+    admissions and admit the next batch of every live event. Returns how
+    many customers were admitted from the lines."""
+    waitlist_tick_all()
     return sum(report.admitted for report in admission_tick_all())
+
+
+@shared_task(name="queueing.tasks.waitlist_offer", ignore_result=True, **time_limits(TICK_LOCK_TTL))
+def waitlist_offer(event_id: str) -> int:
+    """One offer round of one event's waiting list (tickets freed up).
+    Returns how many were offered a ticket."""
+    return len(waitlist_tick_event(event_id=event_id).offered)
 
 
 @shared_task(

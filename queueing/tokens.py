@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from fairqueue.errors import ErrorCode, Forbidden, Unauthenticated
+from fairqueue.errors import ErrorCode, Forbidden, InvalidInput, Unauthenticated
 from fairqueue.tokens import ISSUER, OWN_HEADER, sign, verify
 
 ADMISSION_AUDIENCE = "fairqueue:admission"
@@ -29,17 +29,29 @@ class Admission:
     customer_id: uuid.UUID
     queue_entry_id: uuid.UUID
     expires_at: datetime
+    # A waiting-list offer: good for one ticket of this tier only.
+    tier_id: uuid.UUID | None = None
+
+
+# How many tickets an offer's admission may claim.
+OFFER_QUANTITY = 1
 
 
 def admission_token_issue(
-    *, event_id: uuid.UUID, customer_id: uuid.UUID, queue_entry_id: uuid.UUID, expires_at: datetime
+    *,
+    event_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    queue_entry_id: uuid.UUID,
+    expires_at: datetime,
+    offer_tier_id: uuid.UUID | None = None,
 ) -> str:
+    """One admission token; ``offer_tier_id`` for the admission of a
+    waiting-list offer (the queue entry's ``offer_tier``)."""
     ttl = expires_at - datetime.now(UTC)
-    token, _ = sign(
-        {"sub": str(customer_id), "evt": str(event_id), "qe": str(queue_entry_id)},
-        audience=ADMISSION_AUDIENCE,
-        ttl=ttl,
-    )
+    claims = {"sub": str(customer_id), "evt": str(event_id), "qe": str(queue_entry_id)}
+    if offer_tier_id is not None:
+        claims["tier"] = str(offer_tier_id)
+    token, _ = sign(claims, audience=ADMISSION_AUDIENCE, ttl=ttl)
     return token
 
 
@@ -96,6 +108,7 @@ def admission_token_read(
             customer_id=uuid.UUID(claims["sub"]),
             queue_entry_id=uuid.UUID(claims["qe"]),
             expires_at=datetime.fromtimestamp(claims["exp"], UTC),
+            tier_id=uuid.UUID(claims["tier"]) if "tier" in claims else None,
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise Unauthenticated(
@@ -110,3 +123,26 @@ def admission_token_read(
             "This admission token belongs to someone else.", code=ErrorCode.ADMISSION_INVALID
         )
     return admission
+
+
+def admission_scope_check(
+    admission: Admission, *, tier_id: uuid.UUID | str, quantity: int
+) -> None:
+    """An offer's admission claims one ticket of the tier it was offered, so
+    that offers never hand out more than the tickets that freed up: another
+    tier is 403 admission_invalid, more than one ticket 422 invalid_quantity.
+    An admission from the line may claim any tier."""
+    if admission.tier_id is None:
+        return
+    if admission.tier_id != uuid.UUID(str(tier_id)):
+        raise Forbidden(
+            "This offer is for another tier.",
+            code=ErrorCode.ADMISSION_INVALID,
+            details={"tier_id": str(admission.tier_id)},
+        )
+    if quantity > OFFER_QUANTITY:
+        raise InvalidInput(
+            f"An offer from the waiting list is for {OFFER_QUANTITY} ticket.",
+            code=ErrorCode.INVALID_QUANTITY,
+            details={"quantity": quantity, "max": OFFER_QUANTITY},
+        )

@@ -3,6 +3,7 @@ from django.urls import path
 from customers.authentication import token_signed
 from fairqueue.lanes import ARRIVAL, WAITING, declare
 from queueing.views import QueueLineStateView, QueuePositionView, QueueView, QueueWsTicketView
+from queueing.waitlist_views import WaitlistView
 
 urlpatterns = [
     path(
@@ -20,6 +21,12 @@ urlpatterns = [
         "events/<uuid:event_id>/queue/position/",
         declare(QueuePositionView.as_view(), WAITING, proof=token_signed),
         name="queue-position",
+    ),
+    path(
+        "events/<uuid:event_id>/waitlist/",
+        # As the line: a join keeps its order among arrivals; a place is read in WAITING.
+        declare(WaitlistView.as_view(), {"POST": ARRIVAL, "*": WAITING}, proof=token_signed),
+        name="waitlist",
     ),
     path(
         "events/<uuid:event_id>/queue/ws-ticket/",

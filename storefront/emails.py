@@ -117,6 +117,22 @@ def transfer_email(*, transfer: TicketTransfer) -> EmailMessage:
     )
 
 
+def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) -> EmailMessage:
+    """A waiting-list offer: a ticket is the customer's to claim and pay
+    before ``expires_at`` (ISO 8601, UTC), on the event's page."""
+    context = {
+        "event_name": " ".join(event_name.split()),
+        "expires_at": expires_at,
+        "event_url": public_url(f"/events/{event_id}/"),
+    }
+    return EmailMessage(
+        subject="A ticket for " + context["event_name"] + " is yours to claim",
+        body=render_to_string("emails/offer.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+    )
+
+
 def cancellation_email(*, claim: Claim, reason: str) -> EmailMultiAlternatives | None:
     """The message for a paid claim whose tickets were voided (``reason``:
     ``refunded``, or ``staff``); None when it had no issued ticket."""

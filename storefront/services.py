@@ -13,7 +13,15 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
-from storefront.emails import cancellation_email, confirmation_email, resold_email, transfer_email
+from customers.models import Customer
+from events.models import Event
+from storefront.emails import (
+    cancellation_email,
+    confirmation_email,
+    offer_email,
+    resold_email,
+    transfer_email,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +88,23 @@ def transfer_email_deliver(*, transfer_id: uuid.UUID | str) -> str:
     if transfer is None:
         return "not_found"
     transfer_email(transfer=transfer).send(fail_silently=False)
+    return "sent"
+
+
+def offer_email_deliver(
+    *, event_id: uuid.UUID | str, customer_id: uuid.UUID | str, expires_at: str
+) -> str:
+    """Email a waiting-list offer (the page and the socket announce it too).
+    An offer that is no longer open by now is not mailed."""
+    customer = Customer.objects.filter(pk=customer_id).first()
+    event = Event.objects.filter(pk=event_id).first()
+    if customer is None or event is None:
+        return "gone"
+    if datetime.fromisoformat(expires_at) <= timezone.now():
+        return "lapsed"
+    offer_email(
+        event_name=event.name, event_id=event.pk, to=customer.email, expires_at=expires_at
+    ).send(fail_silently=False)
     return "sent"
 
 

@@ -28,6 +28,13 @@ def confirmation_email_send(claim_id: str) -> str:
     return services.confirmation_email_deliver(claim_id=claim_id)
 
 
+@shared_task(name="storefront.tasks.offer_email_send", **EMAIL_RETRIES)
+def offer_email_send(event_id: str, customer_id: str, expires_at: str) -> str:
+    return services.offer_email_deliver(
+        event_id=event_id, customer_id=customer_id, expires_at=expires_at
+    )
+
+
 @shared_task(name="storefront.tasks.cancellation_email_send", **EMAIL_RETRIES)
 def cancellation_email_send(claim_id: str, reason: str) -> str:
     return services.cancellation_email_deliver(claim_id=claim_id, reason=reason)

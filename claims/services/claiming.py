@@ -50,7 +50,7 @@ from queueing.services import (
     admission_slot,
     queue_entry_complete,
 )
-from queueing.tokens import admission_token_read
+from queueing.tokens import admission_scope_check, admission_token_read
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,7 @@ def claim_create(
     admission = admission_token_read(
         token=admission_token, event_id=tier.event_id, customer_id=customer_id
     )
+    admission_scope_check(admission, tier_id=tier.id, quantity=quantity)
 
     # One round trip takes the (event, customer) lock and reserves the
     # tickets in Redis; the lock is ours from here until the last Redis write.

@@ -21,6 +21,7 @@ from fairqueue.news import send_on_commit
 from inventory.seating.domain import SeatChange, SeatStatus
 from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, tickets_free
+from inventory.signals import tickets_freed
 from inventory.store import inventory_store
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,17 @@ def tickets_returned_on_commit(
     event goes back on sale (admission resumes). The release is committed by
     then: if this fails (Redis or the event's row lock busy), it is logged
     and the inventory reconciliation finishes the job. Freed seats of a
-    reserved tier are announced as available (``seats_changed``)."""
+    reserved tier are announced as available (``seats_changed``), and every
+    tier's freed tickets as ``tickets_freed`` (the waiting list's offers)."""
     for tier_id, freed in returned.items():
+        if freed.quantity > 0:
+            send_on_commit(
+                tickets_freed,
+                sender=Claim,
+                event_id=event_id,
+                tier_id=tier_id,
+                quantity=freed.quantity,
+            )
         seats_changed_on_commit(
             event_id=event_id,
             tier_id=tier_id,

@@ -29,12 +29,10 @@ from claims.services.release import tickets_returned_on_commit
 from claims.services.ticket_log import ticket_log
 from fairqueue.errors import Conflict, ErrorCode, NotFound
 from fairqueue.locks import pg_lock_timeout
-from fairqueue.news import send_on_commit
 from inventory.models import Ticket
 from inventory.seating.domain import SeatChange, SeatStatus
 from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, inventory_sync_event
-from inventory.signals import tickets_freed
 
 T = IssuedTicketStatus
 R = ReturnStatus
@@ -142,13 +140,6 @@ def ticket_return(*, code: str, customer_id: uuid.UUID | str) -> TicketReturn:
         tickets_returned_on_commit(
             event_id=ticket.event_id,
             returned={row.tier_id: Freed(quantity=1, seats=(row.label,) if row.label else ())},
-        )
-        send_on_commit(
-            tickets_freed,
-            sender=TicketReturn,
-            event_id=ticket.event_id,
-            tier_id=row.tier_id,
-            quantity=1,
         )
     return ret
 

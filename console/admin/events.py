@@ -46,7 +46,8 @@ from events.services import (
 )
 from fairqueue.adminscope import in_reach, is_platform_staff, organizer_ids
 from fairqueue.errors import AppError
-from queueing.selectors import queue_length
+from fairqueue.money import money_format
+from queueing.selectors import queue_length, waitlist_summary
 
 
 class EventChangeList(ChangeList):
@@ -88,7 +89,10 @@ class EventAdmin(admin.ModelAdmin):
     date_hierarchy = "sale_start"
     actions = ["activate_events", "pause_events", "resume_events", "end_events"]
     fieldsets = (
-        (None, {"fields": ("organizer", "name", "slug", "status", "live_numbers")}),
+        (
+            None,
+            {"fields": ("organizer", "name", "slug", "status", "live_numbers", "waiting_list")},
+        ),
         ("Details", {"fields": ("description", "venue", "starts_at", "currency")}),
         ("Sale window", {"fields": ("sale_start", "sale_end", "prequeue_opens_at")}),
         (
@@ -116,7 +120,9 @@ class EventAdmin(admin.ModelAdmin):
         ),
         ("Record", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
-    readonly_fields = ("slug", "status", "live_numbers", "created_at", "updated_at")
+    readonly_fields = (
+        "slug", "status", "live_numbers", "waiting_list", "created_at", "updated_at",
+    )  # fmt: skip
 
     # -- the tenant rule (fairqueue/adminscope.py, applied by the site) ------------
     # Platform staff see every event and change none: the sale is its organizer's.
@@ -333,6 +339,30 @@ class EventAdmin(admin.ModelAdmin):
     @admin.display(description="in queue")
     def in_queue(self, event: Event) -> int:
         return queue_length(event_id=event.pk)
+
+    @admin.display(description="waiting list")
+    def waiting_list(self, event: Event) -> str:
+        """Per tier wanted: who waits, offers open, and the revenue the
+        waiting entries represent at face value."""
+        if event._state.adding:
+            return "-"
+        summary = waitlist_summary(event_id=event.pk)
+        lines = [line for line in summary if line.waiting or line.offered]
+        if not lines:
+            return "nobody"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (line.tier, line.waiting, line.offered, money_format(line.revenue, line.currency))
+                for line in lines
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>tier wanted</th><th>waiting</th><th>offers open</th>"
+            "<th>revenue waiting</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="live numbers")
     def live_numbers(self, event: Event) -> str:

@@ -389,12 +389,17 @@ def _expired(event_id: uuid.UUID | str) -> str:
     return expired_text(event_id=event_id, reason=EndReason.ADMISSION_WINDOW.value)
 
 
-def _tell_admitted(
+def admitted_tell(
     event_id: uuid.UUID | str, entries: list[tuple[uuid.UUID, uuid.UUID, datetime]]
 ) -> None:
     """Each (entry, customer, admission expiry) is told their window, with a
     token that carries it (best effort, as every push; the position endpoint
-    answers the same)."""
+    answers the same). An offer's admission keeps its tier in the token."""
+    offers = dict(
+        QueueEntry.objects.filter(
+            id__in=[entry_id for entry_id, _, _ in entries], offer_tier__isnull=False
+        ).values_list("id", "offer_tier_id")
+    )
     send_many(
         [
             (
@@ -407,6 +412,7 @@ def _tell_admitted(
                         customer_id=customer_id,
                         queue_entry_id=entry_id,
                         expires_at=until,
+                        offer_tier_id=offers.get(entry_id),
                     ),
                     "admission_expires_at": until.isoformat(),
                 },
@@ -425,7 +431,7 @@ def _windows_given_back(
         event_id=event_id,
         members=((str(customer_id), _ms(until)) for _, customer_id, until in given_back),
     )
-    _tell_admitted(event_id, given_back)
+    admitted_tell(event_id, given_back)
 
 
 def _admitted_to_redis(event_id: uuid.UUID | str, *, served: int, wiped: bool) -> int:
@@ -447,7 +453,7 @@ def _admitted_to_redis(event_id: uuid.UUID | str, *, served: int, wiped: bool) -
     if not moved:
         return 0
     told = set(moved)
-    _tell_admitted(event_id, [entry for entry in entries if str(entry[1]) in told])
+    admitted_tell(event_id, [entry for entry in entries if str(entry[1]) in told])
     # After a wipe this is routine (the rebuild's share); otherwise a divergence.
     heal("queue_rebuilt" if wiped else "queue_divergence", len(moved))
     if not wiped:

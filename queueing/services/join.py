@@ -26,7 +26,7 @@ from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import in_prequeue, is_on_sale
 from events.models import Event
-from fairqueue.db import prepared_cursor
+from fairqueue.db import prepared_cursor, violated_constraint
 from fairqueue.errors import (
     AppError,
     Conflict,
@@ -199,7 +199,7 @@ def queue_join(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> Jo
             cursor.execute(_join_sql(), params)
             inserted = cursor.rowcount
     except IntegrityError as exc:
-        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") or ""
+        constraint = violated_constraint(exc)
         if constraint == "queue_one_live_entry":
             raise Conflict(
                 "You are already in this queue.", code=ErrorCode.ALREADY_IN_QUEUE
@@ -279,6 +279,17 @@ def _refused(event_id: uuid.UUID, customer_id: uuid.UUID | str) -> AppError:
     return _bar.error(event_id, customer_id)
 
 
+def join_barred(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> AppError | None:
+    """The join bar asked on its own (the waiting list's join): the error a
+    barred customer gets, None when they may join."""
+    if _bar is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_bar.sql}", {"event_id": event_id, "customer_id": customer_id})
+        barred = cursor.fetchone()[0]
+    return _bar.error(event_id, customer_id) if barred else None
+
+
 def _admitted_meanwhile(entry_id: uuid.UUID) -> bool:
     status = QueueEntry.objects.filter(pk=entry_id).values_list("status", flat=True).first()
     return status == QueueStatus.ADMITTED
@@ -311,14 +322,20 @@ def queue_abandon(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) ->
     queue_store().leave(event_id=event_id, customer_id=customer_id)
 
 
-def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
-    """An admitted customer who missed the push gets a (re-minted) token."""
-    token = admission_token_issue(
+def entry_admission_token(entry: QueueEntry, expires_at: datetime) -> str:
+    """The (re-minted) token of an ADMITTED entry, an offer's with its tier."""
+    return admission_token_issue(
         event_id=entry.event_id,
         customer_id=entry.customer_id,
         queue_entry_id=entry.id,
         expires_at=expires_at,
+        offer_tier_id=entry.offer_tier_id,
     )
+
+
+def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
+    """An admitted customer who missed the push gets a (re-minted) token."""
+    token = entry_admission_token(entry, expires_at)
     return PositionResult(
         status=QueueStatus.ADMITTED,
         position=None,

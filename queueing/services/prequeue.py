@@ -24,12 +24,25 @@ logger = logging.getLogger(__name__)
 
 _TABLE = QueueEntry._meta.db_table
 
-# The shuffled pre-queue order, written in one statement: entry i gets score i.
-_SHUFFLE_SQL = f"""
-UPDATE {_TABLE} AS q SET score = s.rank
+# A drawn order, written in one statement: entry i gets score i.
+_SHUFFLE_SQL = """
+UPDATE {table} AS q SET score = s.rank
 FROM unnest(%s::uuid[], %s::bigint[]) AS s(id, rank)
 WHERE q.id = s.id AND q.status = %s
-"""  # noqa: S608
+"""
+
+
+def ranks_draw(*, table: str, ids: list[uuid.UUID], status: str) -> None:
+    """The draw, for the pre-queue and the waiting list's first minute: the
+    rows ``ids`` of ``table`` (those still in ``status``) get a random
+    permutation of 1..N as their score, in one statement. Run it in the
+    transaction that marks the draw as made."""
+    random.SystemRandom().shuffle(ids)
+    if ids:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _SHUFFLE_SQL.format(table=table), [ids, list(range(1, len(ids) + 1)), status]
+            )
 
 
 def prequeue_shuffle(*, event_id: uuid.UUID | str, now: datetime | None = None) -> int:
@@ -53,13 +66,7 @@ def prequeue_shuffle(*, event_id: uuid.UUID | str, now: datetime | None = None) 
                 event_id=event_id, status=QueueStatus.WAITING, prequeue=True
             ).values_list("id", flat=True)
         )
-        random.SystemRandom().shuffle(ids)
-        if ids:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    _SHUFFLE_SQL,
-                    [ids, list(range(1, len(ids) + 1)), QueueStatus.WAITING.value],
-                )
+        ranks_draw(table=_TABLE, ids=ids, status=QueueStatus.WAITING.value)
     fault_point("queue.prequeue.after_commit")
     prequeue_to_redis(event_id=event_id)
     logger.info("pre-queue shuffled event=%s entries=%s", event_id, len(ids))

@@ -48,8 +48,10 @@ ALWAYS = {
     "seats_carried",
     "refund_after_resale",
     "void_codes_refused",
+    "waitlist_one_per_customer",
 }
 SETTLED = {
+    "offers_within_free_tickets",
     "sold_out_means_none_free",
     "claims_expired_in_time",
     "admissions_expired_in_time",

@@ -29,7 +29,7 @@ from events.models import Event, Organizer
 from fairqueue.adminscope import PLATFORM_STAFF_GROUP
 from payments.models import GatewayIncident, PaymentEvent, Refund, WebhookReceipt
 from payments.services.records import payment_log
-from queueing.models import QueueEntry
+from queueing.models import QueueEntry, WaitlistEntry
 from tests.support.factories import CustomerFactory, OrganizerFactory, UserFactory
 from tests.support.payments import payment_row
 from tests.support.sales import on_sale
@@ -67,6 +67,7 @@ def one_event(world: World, key: str) -> None:
     entry = QueueEntry.objects.create(
         event=event, customer=queued, status="WAITING", score=1, joined_at=timezone.now()
     )
+    on_the_list = WaitlistEntry.objects.create(event=event, customer=queued, score=1)
     payment = payment_row(reference=f"ref-{key}", amount=5000, status="CONFIRMED", tier=tier)
     claim, buyer = payment.claim, payment.customer
     refund = Refund.objects.create(
@@ -83,6 +84,7 @@ def one_event(world: World, key: str) -> None:
     )  # fmt: skip
     payment_log(payment=payment, kind="WEBHOOK_RECEIVED", actor="gateway")
     world.add(key, entry)
+    world.add(key, on_the_list)
     world.add(key, claim)
     world.add(key, claim, "console.Order")
     world.add(key, buyer, "console.Buyer")
@@ -162,7 +164,7 @@ def expected_rows(world: World, model: type[Model], persona: str) -> set[str]:
 
 
 def test_every_registered_page_shows_each_user_exactly_their_rows(world):
-    assert len(registered()) == 24  # a new page joins this walk
+    assert len(registered()) == 25  # a new page joins this walk
     seen: dict[tuple[str, str], set[str]] = {}
     # Every sign-in first: it writes rows of its own (axes' access log).
     clients = {persona: client_of(world, persona) for persona in PERSONAS}

@@ -47,6 +47,9 @@ PROTECTED = [
     ("delete", "/api/v1/events/{event_id}/queue/"),
     ("get", "/api/v1/events/{event_id}/queue/position/"),
     ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"),
+    ("post", "/api/v1/events/{event_id}/waitlist/"),
+    ("get", "/api/v1/events/{event_id}/waitlist/"),
+    ("delete", "/api/v1/events/{event_id}/waitlist/"),
     ("get", "/api/v1/payments/{payment_id}/"),
     ("get", "/api/v1/events/{event_id}/me/"),
     ("get", "/api/v1/me/tickets/"),
@@ -65,6 +68,7 @@ WITH_BODY = [
     "/api/v1/auth/logout/",
     "/api/v1/events/{event_id}/claims/",
     "/api/v1/claims/{claim_id}/payments/",
+    "/api/v1/events/{event_id}/waitlist/",
 ]
 WEBHOOK = "/api/v1/webhooks/paystack/"
 
@@ -511,4 +515,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 19  # the line state (GET queue/state/) among them
+    assert probed == 22  # the line state (GET queue/state/) among them

@@ -44,6 +44,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "queue": ({"event_id": E}, {"POST": ARRIVAL, "DELETE": WAITING, "GET": WAITING}),
     "queue-position": ({"event_id": E}, {"GET": WAITING}),
     "queue-ws-ticket": ({"event_id": E}, {"POST": WAITING}),
+    "waitlist": ({"event_id": E}, {"POST": ARRIVAL, "DELETE": WAITING, "GET": WAITING}),
     "me-event": ({"event_id": E}, {"GET": WAITING}),
     "me": ({}, {"GET": WAITING}),
     "me-holds": ({}, {"GET": WAITING}),

@@ -1,0 +1,107 @@
+/* The waiting list on the waiting-room page: shown once the event is sold
+   out (or when the customer is on its list). Join it (for one tier or any),
+   see your place, leave it. When a ticket comes back for you, the offer is
+   an admission: the page reloads and the usual "It is your turn" step
+   takes over, set to the one ticket of the tier offered. Asks for its own
+   state (GET events/{id}/waitlist/) every POLL_MS while waiting. */
+import { api, errorText, pageConfig, session } from "../lib/api.js";
+import { localDateTime, number } from "../lib/format.js";
+
+const POLL_MS = 15000;
+const cfg = pageConfig();
+const PATH = cfg.api + "events/" + cfg.event_id + "/waitlist/";
+const box = document.getElementById("waitlist");
+let timer = null;
+
+function show(part) {
+  for (const node of box.querySelectorAll("[data-waitlist]")) {
+    node.hidden = node.dataset.waitlist !== part;
+  }
+  box.hidden = false;
+}
+
+function setText(id, text) { document.getElementById(id).textContent = text; }
+
+function onList(on) {
+  // The line's own join and waiting panels step aside while on the list (or
+  // while a sold-out event offers it).
+  document.getElementById("room").classList.toggle("on-waitlist", on);
+}
+
+/* The offer: the claim form keeps the tier offered only, one ticket. */
+function narrowClaim(entry) {
+  for (const input of document.querySelectorAll("#claim-form input[name=tier_id]")) {
+    const offered = input.value === entry.offer_tier_id;
+    input.closest("label").hidden = !offered;
+    if (offered) input.checked = true;
+  }
+  const quantity = document.getElementById("quantity");
+  if (quantity) { quantity.value = "1"; quantity.disabled = true; }
+}
+
+function render(entry) {
+  clearTimeout(timer);
+  if (!entry || ["left", "closed", "lapsed", "accepted"].includes(entry.status)) {
+    onList(false);
+    if (entry && entry.status === "lapsed") setText("waitlist-note", "Your offer passed to the next person. You can join the list again.");
+    else if (entry && entry.status === "closed") setText("waitlist-note", "The sale ended before a ticket came back.");
+    else setText("waitlist-note", "");
+    if (entry && entry.status === "accepted") { box.hidden = true; return; }
+    if (cfg.status === "SOLD_OUT" || (entry && entry.status !== "closed")) {
+      // Sold out: the list is where a returned ticket goes, not the line.
+      show("join");
+      onList(cfg.status === "SOLD_OUT");
+    } else box.hidden = true;
+    return;
+  }
+  onList(true);
+  if (entry.status === "offered") {
+    show("offered");
+    setText("waitlist-offer-until", localDateTime(entry.offer_expires_at));
+    if (!document.querySelector("[data-panel=admitted]:not([hidden])")) {
+      // The admission is the page's to show: read it again.
+      window.location.reload();
+      return;
+    }
+    narrowClaim(entry);
+    return;
+  }
+  show("waiting");
+  if (entry.position === null) {
+    setText("waitlist-place", "Drawn soon");
+    setText("waitlist-ahead", "Everyone who joined in the first minute after the sell-out gets a random place at " + localDateTime(entry.draw_at) + ".");
+  } else {
+    setText("waitlist-place", number(entry.position));
+    setText("waitlist-ahead", entry.position === 1 ? "You are next: the next ticket that comes back is yours." : number(entry.position - 1) + " ahead of you on the waiting list.");
+  }
+  timer = setTimeout(load, POLL_MS);
+}
+
+async function load() {
+  if (!session.get()) { if (cfg.status === "SOLD_OUT") show("signin"); return; }
+  const r = await api("GET", PATH);
+  if (r.ok) render(r.data);
+  else if (r.status === 404) render(null);
+}
+
+async function join() {
+  const button = document.getElementById("waitlist-join");
+  button.disabled = true;
+  const tier = document.getElementById("waitlist-tier").value;
+  const r = await api("POST", PATH, { body: { tier_id: tier || null } });
+  button.disabled = false;
+  setText("waitlist-error", r.ok ? "" : errorText(r));
+  if (r.ok) render(r.data);
+}
+
+async function leave() {
+  const r = await api("DELETE", PATH);
+  setText("waitlist-error", r.ok ? "" : errorText(r));
+  if (r.ok) render({ status: "left" });
+}
+
+if (box) {
+  document.getElementById("waitlist-join").addEventListener("click", join);
+  document.getElementById("waitlist-leave").addEventListener("click", leave);
+  load();
+}

@@ -1,0 +1,79 @@
+"""The waiting list on a phone, in headless Chromium: a sold-out event's
+page offers the list, shows the place, turns into "It is your turn" for the
+one ticket offered when one comes back, and the customer pays for it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from selenium.webdriver.common.by import By
+
+from claims.domain import ReleaseReason
+from claims.models import Claim
+from claims.services import claim_create, claim_release
+from events.models import Event
+from queueing.models import WaitlistState
+from tests.browser.conftest import sale, sign_in_directly
+from tests.support.browser import shot, text_of, wait_for, wait_panel
+from tests.support.factories import CustomerFactory
+from tests.support.sales import admit_directly
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, stack):
+    driver = phone
+    event = sale(tickets=1)
+    regular, vip = event.tiers.get(name="Regular"), event.tiers.get(name="VIP")
+    holders = admit_directly(event, [CustomerFactory(), CustomerFactory()])
+    held = [
+        claim_create(
+            event_id=event.id,
+            customer_id=h.customer.id,
+            admission_token=h.token,
+            tier_id=tier.id,
+            quantity=q,
+        )
+        for h, tier, q in ((holders[0], regular, 1), (holders[1], vip, 1))
+    ]
+    Event.objects.filter(pk=event.pk).update(status="SOLD_OUT")
+    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
+    WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
+
+    customer = CustomerFactory()
+    sign_in_directly(driver, stack.url, customer)
+    driver.get(f"{stack.url}/events/{event.id}/queue/")
+    wait_for(driver, lambda d: d.find_element(By.ID, "waitlist-join").is_displayed(), what="join")
+    assert not driver.find_element(By.ID, "join-button").is_displayed()  # not the line's join
+    driver.find_element(By.ID, "waitlist-join").click()
+    wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+    assert "next ticket" in text_of(driver, "waitlist-ahead")
+    assert driver.execute_script("return document.documentElement.scrollWidth") <= 390
+    shot(driver, "waitlist-1-place")
+
+    claim_release(claim_id=held[0].id, reason=ReleaseReason.CUSTOMER)  # a ticket comes back
+    driver.refresh()  # the page asks every 15 s; a refresh asks at once
+    wait_panel(driver, "admitted")
+    wait_for(
+        driver,
+        lambda d: d.find_element(By.ID, "waitlist-offer-until").text != "",
+        what="the offer",
+    )
+    # The claim step keeps the tier offered, one ticket.
+    labels = driver.find_elements(By.CSS_SELECTOR, "#claim-form label.choice")
+    assert [label.is_displayed() for label in labels] == [True, False]
+    assert not driver.find_element(By.ID, "quantity").is_enabled()
+    shot(driver, "waitlist-2-offer")
+
+    driver.find_element(By.ID, "claim-button").click()
+    wait_panel(driver, "claim")
+    driver.find_element(By.ID, "pay-button").click()
+    wait_for(driver, lambda d: "/checkout/" in d.current_url, what="the sandbox checkout")
+    driver.find_element(By.CSS_SELECTOR, 'form[action$="/pay"] button').click()
+    wait_for(driver, lambda d: "/payments/return/" in d.current_url, what="the return page")
+    wait_for(driver, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Paid", 30, "Paid")
+    claim = Claim.objects.get(customer=customer)
+    assert (claim.status, claim.tier_id, claim.quantity) == ("CONFIRMED", regular.id, 1)
+    shot(driver, "waitlist-3-paid")
