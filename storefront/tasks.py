@@ -50,20 +50,11 @@ def confirmation_emails_sweep() -> int:
     return len(claim_ids)
 
 
-_MAIL_RETRIES = {
-    "autoretry_for": (smtplib.SMTPException, OSError),
-    "retry_backoff": 15,
-    "retry_backoff_max": 900,
-    "retry_jitter": True,
-    "max_retries": 12,
-}
-
-
-@shared_task(name="storefront.tasks.resold_email_send", **_MAIL_RETRIES)
+@shared_task(name="storefront.tasks.resold_email_send", **EMAIL_RETRIES)
 def resold_email_send(return_id: str) -> str:
     return services.resold_email_deliver(return_id=return_id)
 
 
-@shared_task(name="storefront.tasks.transfer_email_send", **_MAIL_RETRIES)
+@shared_task(name="storefront.tasks.transfer_email_send", **EMAIL_RETRIES)
 def transfer_email_send(transfer_id: str) -> str:
     return services.transfer_email_deliver(transfer_id=transfer_id)

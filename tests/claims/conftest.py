@@ -7,6 +7,7 @@ import pytest
 import events.selectors
 from events.models import TicketTier
 from events.selectors import tier_snapshot_forget
+from tests.claims.resale_support import buy
 from tests.support.factories import CustomerFactory
 from tests.support.sales import Admitted, admit_directly, on_sale
 
@@ -28,3 +29,23 @@ def tier() -> TicketTier:
 @pytest.fixture
 def buyer(tier: TicketTier) -> Admitted:
     return admit_directly(tier.event, [CustomerFactory()])[0]
+
+
+@pytest.fixture
+def gateway(sandbox):
+    """The sandbox gateway for the resale tests: webhooks sent by the test,
+    refunds answered by hand."""
+    sandbox.config(send_webhooks=False, refund_outcome="manual")
+    return sandbox
+
+
+@pytest.fixture
+def shop(api, client, gateway, django_capture_on_commit_callbacks, eager_tasks):
+    """``shop(tier, customer, quantity=1)``: a paid purchase, through the API."""
+
+    def purchase(tier, who, quantity=1):
+        return buy(
+            api, client, gateway, django_capture_on_commit_callbacks, tier, who, quantity=quantity
+        )
+
+    return purchase

@@ -18,7 +18,7 @@ from fairqueue.errors import AppError
 from inventory.models import Ticket
 from payments.models import Refund
 from payments.paystack import PaystackClient
-from tests.claims.resale_support import FEE, PRICE, admitted, buy, resale_event
+from tests.claims.resale_support import FEE, PRICE, admitted, resale_event
 from tests.support.factories import CustomerFactory
 from tests.support.invariants import failing
 from tests.support.payments import post_webhook, reload
@@ -26,22 +26,6 @@ from tests.support.races import Between, race, race_calls
 from tests.support.sales import claim_one
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def gateway(sandbox):
-    sandbox.config(send_webhooks=False, refund_outcome="manual")
-    return sandbox
-
-
-@pytest.fixture
-def shop(api, client, gateway, django_capture_on_commit_callbacks, eager_tasks):
-    def purchase(tier, who, quantity=1):
-        return buy(
-            api, client, gateway, django_capture_on_commit_callbacks, tier, who, quantity=quantity
-        )
-
-    return purchase
 
 
 def codes(results):

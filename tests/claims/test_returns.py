@@ -25,7 +25,6 @@ from tests.claims.resale_support import (
     FEE,
     PRICE,
     admitted,
-    buy,
     my_tickets,
     resale_event,
     return_ticket,
@@ -36,22 +35,6 @@ from tests.support.payments import post_webhook, reload
 from tests.support.sales import claim_one, counter
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def gateway(sandbox):
-    sandbox.config(send_webhooks=False, refund_outcome="manual")
-    return sandbox
-
-
-@pytest.fixture
-def shop(api, client, gateway, django_capture_on_commit_callbacks, eager_tasks):
-    def purchase(tier, who, quantity=1):
-        return buy(
-            api, client, gateway, django_capture_on_commit_callbacks, tier, who, quantity=quantity
-        )
-
-    return purchase
 
 
 def door(ticket):
