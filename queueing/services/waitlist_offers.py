@@ -225,6 +225,7 @@ def _offer(
             send_on_commit(
                 waitlist_offered,
                 sender=WaitlistEntry,
+                entry_id=entry.pk,
                 event_id=event_id,
                 customer_id=entry.customer_id,
                 expires_at=expires_at,
@@ -331,7 +332,11 @@ def _withdraw_one(admission_id: uuid.UUID, now: datetime) -> bool:
         WaitlistEntry.objects.filter(
             queue_entry_id=admission_id, status=WaitlistStatus.OFFERED
         ).update(
-            status=WaitlistStatus.WAITING, offered_at=None, offer_tier_id=None, queue_entry=None
+            status=WaitlistStatus.WAITING,
+            offered_at=None,
+            offer_tier_id=None,
+            queue_entry=None,
+            emailed_at=None,  # the next offer is mailed again
         )
     return True
 
