@@ -118,9 +118,7 @@ def test_taking_tickets_reaches_them_by_id_whatever_the_statistics():
     _ticket_stats_say_empty()
     tier = tier_create(event=EventFactory(), name="Regular", price=100, inventory=20_000)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"EXPLAIN (FORMAT JSON) {_TAKE_SQL}", [str(tier.pk), 4, None]
-        )
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {_TAKE_SQL}", [str(tier.pk), 4, None])
         plan = json.dumps(cursor.fetchone()[0])
 
     assert "Join Filter" not in plan
