@@ -18,9 +18,11 @@ API reference).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
+import os
 import random
 import threading
 import time
@@ -179,11 +181,29 @@ _local = threading.local()
 
 def _session() -> requests.Session:
     # One keep-alive session per thread: requests.Session is not documented
-    # as thread-safe.
+    # as thread-safe. It does not read the environment on each call (requests'
+    # ``trust_env``: every proxy variable, on every call): ``_route`` has.
     session = getattr(_local, "session", None)
     if session is None:
         session = _local.session = requests.Session()
+        session.trust_env = False
     return session
+
+
+@dataclass(frozen=True)
+class _Route:
+    proxies: dict[str, str]
+    verify: bool | str
+
+
+@functools.lru_cache(maxsize=16)
+def _route(base_url: str) -> _Route:
+    """How calls to ``base_url`` leave this process, from the environment as
+    requests reads it (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``; a CA bundle in ``REQUESTS_CA_BUNDLE`` or
+    ``CURL_CA_BUNDLE``), read once per process: set them before it starts."""
+    verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    return _Route(requests.utils.get_environ_proxies(base_url), verify)
 
 
 class PaystackClient:
@@ -350,8 +370,15 @@ class PaystackClient:
             "User-Agent": "fairqueue/1.0",
         }
         try:
+            route = _route(self.base_url)
             response = _session().request(
-                method, self.base_url + path, headers=headers, timeout=timeout, **kwargs
+                method,
+                self.base_url + path,
+                headers=headers,
+                timeout=timeout,
+                proxies=route.proxies,
+                verify=route.verify,
+                **kwargs,
             )
         except requests.Timeout as exc:
             raise GatewayTransientError(f"timeout: {type(exc).__name__}") from exc

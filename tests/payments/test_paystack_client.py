@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from payments import paystack
 from payments.paystack import (
     GatewayPermanentError,
     GatewayTransientError,
@@ -243,3 +244,42 @@ def test_a_refused_key_is_told_apart(stub, status, refused):
         client(stub.url).verify(reference="r1")
     assert error.value.credentials_refused is refused
     assert error.value.reference_not_found is (status == 404)
+
+
+@pytest.fixture
+def environment_read_anew(monkeypatch):
+    """The client reads the proxy settings once per process; each test here
+    starts from its own environment."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    paystack._route.cache_clear()
+    yield monkeypatch
+    paystack._route.cache_clear()
+
+
+def test_calls_go_through_the_proxy_the_environment_names_at_start(stub, environment_read_anew):
+    """The stub is the proxy: it sees the gateway's absolute URL (a host that
+    does not resolve, so only the proxy can have answered). The variable
+    gone later changes nothing: it is read once, not on every call."""
+    environment_read_anew.setenv("HTTP_PROXY", stub.url)
+    stub.then(200, INIT_OK).then(200, INIT_OK)
+    gateway = client("http://gateway.invalid")
+
+    gateway.initialize(**INIT_ARGS)
+    environment_read_anew.delenv("HTTP_PROXY")
+    gateway.initialize(**INIT_ARGS)
+
+    assert [r["path"] for r in stub.requests] == [
+        "http://gateway.invalid/transaction/initialize"
+    ] * 2
+
+
+def test_no_proxy_keeps_the_gateway_direct(stub, environment_read_anew):
+    environment_read_anew.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nobody listens
+    environment_read_anew.setenv("NO_PROXY", "127.0.0.1")
+    stub.then(200, INIT_OK)
+
+    client(stub.url).initialize(**INIT_ARGS)
+
+    assert [r["path"] for r in stub.requests] == ["/transaction/initialize"]
