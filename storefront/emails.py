@@ -13,31 +13,26 @@ from django.conf import settings
 from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.template.loader import render_to_string
 
-from claims.domain import IssuedTicketStatus, ticket_code_display
+from claims.domain import ticket_code_display
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
 from fairqueue.money import money_format
 from fairqueue.public_url import public_url
 from storefront.qr import qr_png
-from storefront.selectors import payment_confirmed_for_claim
+from storefront.selectors import Confirmation
 
 
-def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
+def confirmation_email(confirmation: Confirmation) -> EmailMultiAlternatives | None:
     """The message for a CONFIRMED claim's valid tickets; None when there is
     nothing to send (no valid ticket left, e.g. refunded meanwhile)."""
-    tickets = [
-        t
-        for t in claim.issued_tickets.select_related("tier").order_by("seat")
-        if t.status == IssuedTicketStatus.VALID
-    ]
+    c = confirmation
+    tickets = c.tickets
     if not tickets:
         return None
-    event = claim.event
-    payment = payment_confirmed_for_claim(claim_id=claim.pk)
-    unit = claim.amount // claim.quantity if claim.quantity else claim.amount
+    unit = c.amount // c.quantity if c.quantity else c.amount
     context = {
-        "event": event,
-        "claim": claim,
-        "tier_name": claim.tier.name,
+        "event": {"name": c.event_name, "venue": c.venue, "starts_at": c.starts_at},
+        "claim": {"quantity": c.quantity},
+        "tier_name": c.tier_name,
         "tickets": [
             {
                 "code": ticket_code_display(t.code),
@@ -48,15 +43,15 @@ def confirmation_email(*, claim: Claim) -> EmailMultiAlternatives | None:
             }
             for t in tickets
         ],
-        "unit_price": money_format(unit, claim.currency),
-        "total": money_format(claim.amount, claim.currency),
-        "reference": payment.reference if payment else "",
-        "paid_at": (payment.confirmed_at if payment else None) or claim.confirmed_at,
+        "unit_price": money_format(unit, c.currency),
+        "total": money_format(c.amount, c.currency),
+        "reference": c.reference or "",
+        "paid_at": c.paid_at or c.confirmed_at,
         "my_tickets_url": public_url("/tickets/"),
-        "event_url": public_url(f"/events/{event.pk}/"),
+        "event_url": public_url(f"/events/{c.event_id}/"),
     }
     message = _message(
-        "confirmation", "Your tickets for", context, to=tickets[0].holder_email
+        "confirmation", "Your tickets for", c.event_name, context, to=tickets[0].holder_email
     )
     # multipart/related: the HTML shows each QR code by its Content-ID.
     message.mixed_subtype = "related"  # type: ignore[attr-defined]  # EmailMessage's; not in the stubs
@@ -170,17 +165,21 @@ def cancellation_email(*, claim: Claim, reason: str) -> EmailMultiAlternatives |
         "my_tickets_url": public_url("/tickets/"),
     }
     return _message(
-        "cancellation", "Cancelled: your tickets for", context, to=tickets[0].holder_email
+        "cancellation",
+        "Cancelled: your tickets for",
+        event.name,
+        context,
+        to=tickets[0].holder_email,
     )
 
 
 def _message(
-    template: str, subject: str, context: dict[str, Any], *, to: str
+    template: str, subject: str, event_name: str, context: dict[str, Any], *, to: str
 ) -> EmailMultiAlternatives:
     """``emails/<template>.txt`` with its ``.html`` alternative, about the
-    context's event. One subject line whatever the event's name holds: a
-    header with CR/LF is refused by Django (no message at all)."""
-    context = {**context, "subject": subject + " " + " ".join(context["event"].name.split())}
+    event ``event_name``. One subject line whatever the event's name holds:
+    a header with CR/LF is refused by Django (no message at all)."""
+    context = {**context, "subject": subject + " " + " ".join(event_name.split())}
     message = EmailMultiAlternatives(
         subject=context["subject"],
         body=render_to_string(f"emails/{template}.txt", context),

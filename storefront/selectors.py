@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, fields
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
-from claims.domain import HOLDING_STATUSES, ClaimStatus, ticket_code_normalize
+from claims.domain import (
+    HOLDING_STATUSES,
+    ClaimStatus,
+    IssuedTicketStatus,
+    ticket_code_normalize,
+)
 from claims.models import Claim, IssuedTicket
+from events.models import Event, TicketTier
+from fairqueue.db import prepared_cursor
 from payments.domain import PaymentStatus
 from payments.models import Payment
 
@@ -39,8 +48,89 @@ def payment_latest_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:
     return Payment.objects.filter(claim_id=claim_id).order_by("-created_at").first()
 
 
-def payment_confirmed_for_claim(*, claim_id: uuid.UUID | str) -> Payment | None:
-    return Payment.objects.filter(claim_id=claim_id, status=PaymentStatus.CONFIRMED).first()
+@dataclass(frozen=True)
+class ConfirmedTicket:
+    code: str
+    seat: int
+    seat_label: str
+    holder_email: str
+    emailed: bool
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What a claim's confirmation email says: the claim, its event and
+    tier, its confirmed payment (if any) and its valid tickets by seat."""
+
+    claim_id: uuid.UUID
+    status: str
+    quantity: int
+    amount: int
+    currency: str
+    confirmed_at: datetime | None
+    event_id: uuid.UUID
+    event_name: str
+    venue: str
+    starts_at: datetime | None
+    tier_name: str
+    reference: str | None
+    paid_at: datetime | None
+    tickets: list[ConfirmedTicket]
+
+    @property
+    def unsent(self) -> bool:
+        """A valid ticket was not emailed yet."""
+        return any(not t.emailed for t in self.tickets)
+
+
+def _columns(model: type[Model], alias: str, *names: str) -> str:
+    columns = {f.name: f.column for f in model._meta.concrete_fields}
+    return ", ".join(f'{alias}."{columns[name]}"' for name in names)
+
+
+# Everything the email says in one statement (the worker's only read), one
+# row per valid ticket (one row without a ticket when none is left).
+_CONFIRMATION_SQL = f"""
+SELECT {_columns(Claim, "c", "status", "quantity", "amount", "currency", "confirmed_at")},
+       {_columns(Event, "e", "id", "name", "venue", "starts_at")},
+       {_columns(TicketTier, "t", "name")},
+       p."reference", p."confirmed_at",
+       {_columns(IssuedTicket, "k", "code", "seat", "seat_label", "holder_email")},
+       k."emailed_at" IS NOT NULL
+FROM {Claim._meta.db_table} c
+JOIN {Event._meta.db_table} e ON e.id = c."event_id"
+JOIN {TicketTier._meta.db_table} t ON t.id = c."tier_id"
+LEFT JOIN LATERAL (
+    SELECT "reference", "confirmed_at" FROM {Payment._meta.db_table}
+    WHERE "claim_id" = c.id AND "status" = %s LIMIT 1
+) p ON true
+LEFT JOIN {IssuedTicket._meta.db_table} k ON k."claim_id" = c.id AND k."status" = %s
+WHERE c.id = %s
+ORDER BY k."seat"
+"""  # noqa: S608
+# Its columns up to the ticket's, in the order of Confirmation's fields (all
+# but the first and the last: the claim's id, its tickets).
+_READ_FIELDS = [f.name for f in fields(Confirmation)][1:-1]
+
+
+def confirmation_for_claim(*, claim_id: uuid.UUID | str) -> Confirmation | None:
+    """The claim's confirmation as its email says it; None: no such claim."""
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _CONFIRMATION_SQL,
+            [
+                PaymentStatus.CONFIRMED.value,
+                IssuedTicketStatus.VALID.value,
+                uuid.UUID(str(claim_id)),
+            ],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    read = dict(zip(_READ_FIELDS, rows[0], strict=False))
+    at = len(_READ_FIELDS)  # where a row's ticket starts (its code: None without one)
+    tickets = [ConfirmedTicket(*row[at:]) for row in rows if row[at] is not None]
+    return Confirmation(claim_id=uuid.UUID(str(claim_id)), tickets=tickets, **read)
 
 
 def issued_tickets_for_customer(
@@ -63,4 +153,3 @@ def issued_ticket_by_code(*, code: str) -> IssuedTicket | None:
         .filter(code=normalized)
         .first()
     )
-

@@ -23,6 +23,7 @@ from claims.domain import (
     TransferStatus,
 )
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
+from fairqueue.db import prepared_cursor
 from queueing.domain import QueueStatus, WaitlistStatus
 from queueing.models import WaitlistEntry
 from storefront.emails import (
@@ -33,6 +34,7 @@ from storefront.emails import (
     return_closed_email,
     transfer_email,
 )
+from storefront.selectors import confirmation_for_claim
 
 logger = logging.getLogger(__name__)
 
@@ -46,22 +48,30 @@ def confirmation_email_deliver(*, claim_id: uuid.UUID | str) -> str:
     """Send the confirmation of a CONFIRMED claim whose valid tickets were not
     emailed yet, then mark them emailed. At least once: a crash between the
     send and the mark sends it again on the next try, never zero times. A
-    send failure raises (the task retries)."""
-    claim = Claim.objects.select_related("event", "tier").filter(pk=claim_id).first()
-    if claim is None or claim.status != ClaimStatus.CONFIRMED:
+    send failure raises (the task retries). Two statements: the email's one
+    read (``confirmation_for_claim``) and the mark."""
+    confirmation = confirmation_for_claim(claim_id=claim_id)
+    if confirmation is None or confirmation.status != ClaimStatus.CONFIRMED:
         return "not_confirmed"
-    pending = IssuedTicket.objects.filter(
-        claim_id=claim.pk, status=IssuedTicketStatus.VALID, emailed_at__isnull=True
-    )
-    if not pending.exists():
+    if not confirmation.unsent:
         return "already_sent"
-    message = confirmation_email(claim=claim)
+    message = confirmation_email(confirmation)
     if message is None:
         return "nothing_to_send"
     message.send(fail_silently=False)
-    pending.update(emailed_at=timezone.now())
-    logger.info("confirmation email sent claim=%s", claim.pk)
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _MARK_EMAILED_SQL,
+            [timezone.now(), confirmation.claim_id, IssuedTicketStatus.VALID.value],
+        )
+    logger.info("confirmation email sent claim=%s", confirmation.claim_id)
     return "sent"
+
+
+_MARK_EMAILED_SQL = (
+    f"UPDATE {IssuedTicket._meta.db_table} SET emailed_at = %s "  # noqa: S608
+    "WHERE claim_id = %s AND status = %s AND emailed_at IS NULL"
+)
 
 
 def confirmations_unsent(*, now: datetime | None = None, limit: int = 500) -> list[uuid.UUID]:
