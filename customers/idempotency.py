@@ -201,10 +201,19 @@ def _run_as_owner(
         IdempotencyKey.objects.filter(pk=row.pk, response_status__isnull=True).delete()
         return response
     body = _without_nul(json.loads(json.dumps(response.data, cls=DjangoJSONEncoder)))
-    IdempotencyKey.objects.filter(pk=row.pk, response_status__isnull=True).update(
-        response_status=response.status_code, response_body=body
-    )
+    stored = _BODY_FIELD.get_db_prep_save(body, connection)
+    with prepared_cursor() as cursor:
+        cursor.execute(_STORE_ANSWER_SQL, [response.status_code, stored, row.pk])
     return response
+
+
+_BODY_FIELD = IdempotencyKey._meta.get_field("response_body")
+# The answer stored on the key row (every claim and payment start sends it):
+# written once, not compiled per request.
+_STORE_ANSWER_SQL = (
+    f"UPDATE {IdempotencyKey._meta.db_table} "  # noqa: S608
+    "SET response_status = %s, response_body = %s WHERE id = %s AND response_status IS NULL"
+)
 
 
 def _without_nul(value: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 # psycopg prepares nothing while a connection's threshold is None (Django's
 # setting; its own cursors bind on the client and never prepare anyway). Ours
@@ -43,18 +43,21 @@ def prepared_cursor() -> Iterator[Any]:
     """Like ``connection.cursor()``; its statements are prepared (above).
     Only for SQL whose parameters have types Postgres can tell (a ``None``
     where it cannot needs a cast in the SQL)."""
+    # The connection looked up once: each access through Django's
+    # ``connection`` proxy looks this thread's connection up anew.
+    db = connections[DEFAULT_DB_ALIAS]
     # While queries are logged (DEBUG, a test counting them) the plain cursor:
     # Django's log reads the SQL back from a client-side cursor.
-    if not settings.DB_PREPARED_STATEMENTS or connection.queries_logged:
-        with connection.cursor() as cursor:
+    if not settings.DB_PREPARED_STATEMENTS or db.queries_logged:
+        with db.cursor() as cursor:
             yield cursor
         return
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    if connection.connection.prepare_threshold is None:
-        connection.connection.prepare_threshold = _ONLY_WHEN_ASKED
-    raw = _PreparingCursor(connection.connection)
-    with connection.make_cursor(raw) as cursor:  # type: ignore[arg-type]  # stubs: it takes the raw cursor
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    if db.connection.prepare_threshold is None:
+        db.connection.prepare_threshold = _ONLY_WHEN_ASKED
+    raw = _PreparingCursor(db.connection)
+    with db.make_cursor(raw) as cursor:  # type: ignore[arg-type]  # stubs: it takes the raw cursor
         yield cursor
 
 

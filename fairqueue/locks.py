@@ -6,7 +6,9 @@ Three kinds:
   is taken by a named helper below (``event_row_lock``, ``claim_row_lock``,
   ...), which waits no longer than the lock timeout (``pg_lock_timeout``):
   a longer wait is "busy, retry" (503 + Retry-After), never a hang. The app
-  says which rows (a queryset); the helper says how they are locked. No
+  says which rows (a queryset, or for a hot path a SELECT written once:
+  ``claim_row_lock_sql``, ``payment_row_lock_sql``, run by ``locked_row``);
+  the helper says how they are locked. No
   other module calls ``select_for_update`` or writes a ``FOR UPDATE`` clause
   (tests/fairqueue/test_lock_rule.py reads the source), except the batch scans that
   never wait (``SKIP LOCKED``), which the test names one by one.
@@ -60,7 +62,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -70,6 +72,7 @@ from django.db.models import QuerySet
 from redis.exceptions import LockError
 from redis.lock import Lock
 
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import Busy
 from fairqueue.redis import best_effort, get_redis
 
@@ -134,24 +137,50 @@ def pg_lock_timeout(ms: int | None = None) -> Iterator[None]:
         cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
 
 
+# Set on the connection from the start of an outermost ``locked_transaction``
+# until the block's limit is set, which its first statement does: a SQL row
+# lock (``locked_row``) in its own statement, anything else just before it.
+_PENDING = "fq_lock_timeout_pending"
+_SET_LIMIT_SQL = "SELECT set_config('lock_timeout', %s, true)"
+
+
+def _limit() -> str:
+    return f"{int(settings.DB_LOCK_TIMEOUT_MS)}ms"
+
+
+def _limit_first(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """Execute wrapper of an outermost ``locked_transaction``: its first
+    statement is preceded by the lock timeout, unless it carries it."""
+    db = context["connection"]
+    if getattr(db, _PENDING, False):
+        setattr(db, _PENDING, False)
+        context["cursor"].execute(_SET_LIMIT_SQL, [_limit()])
+    return execute(sql, params, many, context)
+
+
 @contextmanager
 def locked_transaction() -> Iterator[None]:
     """``transaction.atomic()`` whose row locks all wait under one lock
     timeout (``DB_LOCK_TIMEOUT_MS``), set once for the block: a short
     transaction that takes several rows (a webhook: the payment, then its
-    claim) spends one statement on it instead of two per lock. As the
-    outermost block the limit ends with the transaction (nothing to
-    restore); nested, it is ``pg_lock_timeout`` inside a savepoint."""
+    claim) spends at most one statement on it instead of two per lock, and
+    none when its first statement is a SQL row lock (``locked_row`` sets the
+    limit in that statement). As the outermost block the limit ends with the
+    transaction (nothing to restore); nested, it is ``pg_lock_timeout``
+    inside a savepoint."""
     if connection.in_atomic_block:
         with transaction.atomic(), pg_lock_timeout():
             yield
         return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            limit = f"{int(settings.DB_LOCK_TIMEOUT_MS)}ms"
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [limit])
-        with _in_force():
-            yield
+    with transaction.atomic(), connection.execute_wrapper(_limit_first):
+        setattr(connection, _PENDING, True)
+        try:
+            with _in_force():
+                yield
+        finally:
+            setattr(connection, _PENDING, False)
 
 
 def _bounded(take: Callable[[], T]) -> T:
@@ -209,6 +238,60 @@ def refund_row_lock(refunds: QuerySet[Any, Row]) -> Row | None:
 def claim_row_lock(claims: QuerySet[Any, Row]) -> Row | None:
     """A claim's row (not the rows it joins for reading, e.g. its customer)."""
     return _one(claims, "claims.Claim", "claim_row_lock", of=("self",))
+
+
+# Row locks written once in SQL, for the hot paths (a payment's start, its
+# webhook): the ORM would compile the locking query anew on every call. The
+# app writes the SELECT (its columns, joins and filters, never a lock
+# clause); the named builder adds the lock clause, ``locked_row`` runs it.
+
+
+def _sql_lock(select: str, alias: str) -> str:
+    return f"{select} FOR UPDATE OF {alias}"
+
+
+def payment_row_lock_sql(select: str, *, alias: str) -> str:
+    """``select`` locking the payment row of table alias ``alias`` (the
+    same lock as ``payment_row_lock``)."""
+    return _sql_lock(select, alias)
+
+
+def claim_row_lock_sql(select: str, *, alias: str) -> str:
+    """``select`` locking the claim row of table alias ``alias`` (the same
+    lock as ``claim_row_lock``; rows it joins for reading are not locked)."""
+    return _sql_lock(select, alias)
+
+
+def _fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        row: tuple[Any, ...] | None = cursor.fetchone()
+        return row
+
+
+@functools.lru_cache(maxsize=32)
+def _carrying_limit(sql: str) -> str:
+    """The lock's SELECT setting the lock timeout first: Postgres computes a
+    row's columns before ``FOR UPDATE`` locks it, so the wait for that lock
+    is already bounded."""
+    if not sql.startswith("SELECT "):
+        raise ValueError("a SQL row lock is a SELECT")
+    return f"SELECT set_config('lock_timeout', %s, true), {sql.removeprefix('SELECT ')}"
+
+
+def locked_row(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The first row of a lock built above, under the lock timeout (a wait
+    past it is Busy); a prepared statement (fairqueue/db.py). The first
+    statement of a ``locked_transaction`` sets the block's limit itself."""
+    if not getattr(connection, _PENDING, False):
+        return _bounded(lambda: _fetch_one(sql, params))
+    setattr(connection, _PENDING, False)
+    with _busy_on_timeout():
+        row = _fetch_one(_carrying_limit(sql), [_limit(), *params])
+    if row is None:  # no row, no column computed: the limit is not set yet
+        setattr(connection, _PENDING, True)
+        return None
+    return row[1:]
 
 
 def _in_id_order(

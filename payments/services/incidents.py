@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fairqueue.db import prepared_cursor
 from payments.models import GatewayIncident
 from payments.paystack import GatewayPermanentError
 
@@ -63,12 +64,19 @@ def gateway_incident_record(
     return incident
 
 
+# Every payment start sends it: written once, not compiled per call.
+_RESOLVE_SQL = (
+    f"UPDATE {GatewayIncident._meta.db_table} SET resolved_at = %s "  # noqa: S608
+    "WHERE operation = %s AND resolved_at IS NULL"
+)
+
+
 def gateway_incident_resolve(*, operation: str) -> int:
     """The operation succeeded: its open incident (if any) is over. One
     indexed UPDATE; returns how many rows it closed (0 or 1)."""
-    closed = GatewayIncident.objects.filter(operation=operation, resolved_at__isnull=True).update(
-        resolved_at=timezone.now()
-    )
+    with prepared_cursor() as cursor:
+        cursor.execute(_RESOLVE_SQL, [timezone.now(), operation])
+        closed: int = cursor.rowcount
     if closed:
         logger.warning("paystack accepts our %s again: incident resolved", operation)
     return closed

@@ -58,6 +58,7 @@ from payments.services.records import (
     first_check_seconds,
     lease_seconds,
     payment_create,
+    payment_entry,
     payment_lease_take,
     payment_log,
     payment_next_check,
@@ -130,7 +131,10 @@ def payment_open(
             )
         # Past its expiry a claim with a payment in flight is kept until the
         # gateway has been asked (invariant 5): its payment is still shown.
-        live = Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
+        # The claim's flag says whether it has a live payment (set and
+        # cleared with it, in the payment's transactions): a first start
+        # does not look.
+        live = _live_payment(claim_id) if claim.payment_in_flight else None
         if live is not None:
             return PaymentStart(live, created=False)
         now = timezone.now()
@@ -147,11 +151,23 @@ def payment_open(
             + timedelta(seconds=max(settings.PAYMENT_STALE_SECONDS, lease_seconds())),
         )
         request = _initialize_request(payment, callback=callback_url(base_url))
-        payment_create(
-            payment=payment, actor="customer", kind=EventKind.INITIALIZE_REQUESTED, data=request
+        created = payment_create(
+            payment=payment,
+            actor="customer",
+            kind=EventKind.INITIALIZE_REQUESTED,
+            data=request,
+            also=claim_payment_started(claim=claim),
         )
-        claim_payment_started(claim=claim)
+        if not created:  # a live payment its flag did not tell of (the flag is set now)
+            live = _live_payment(claim_id)
+            if live is None:
+                raise RuntimeError(f"claim {claim_id}: its new payment was refused, none is live")
+            return PaymentStart(live, created=False)
     return PaymentStart(payment, created=True, request=request)
+
+
+def _live_payment(claim_id: uuid.UUID) -> Payment | None:
+    return Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
 
 
 def _initialize_request(payment: Payment, *, callback: str | None = None) -> dict[str, Any]:
@@ -210,20 +226,27 @@ def payment_gateway_initialize(
     caller = payment
     with locked_transaction():
         payment = payment_lock(payment_id=payment.pk)
-        payment_log(
+        blocked_since = payment.blocked_since
+        answered = payment_entry(
             payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
         )
-        blocked_since = payment.blocked_since
-        moved = payment.status == P.INITIALIZING and payment_transition(
-            payment=payment,
-            target=P.PENDING,
-            actor=actor,
-            reason="gateway accepted the transaction",
-            authorization_url=answer.authorization_url[:500],
-            access_code=answer.access_code[:100],
-            blocked_since=None,
-            next_check_at=timezone.now() + timedelta(seconds=first_check_seconds()),
-        )
+        moved = False
+        if payment.status == P.INITIALIZING:  # the answer logged with the move, one statement
+            moved = payment_transition(
+                payment=payment,
+                target=P.PENDING,
+                actor=actor,
+                reason="gateway accepted the transaction",
+                logged_first=answered,
+                authorization_url=answer.authorization_url[:500],
+                access_code=answer.access_code[:100],
+                blocked_since=None,
+                next_check_at=timezone.now() + timedelta(seconds=first_check_seconds()),
+            )
+        else:
+            payment_log(
+                payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
+            )
         if moved and blocked_since is not None:
             # The customer could not pay through no fault of theirs: the
             # claim gets the time the outage took from it.

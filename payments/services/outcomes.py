@@ -11,12 +11,13 @@ import logging
 import uuid
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason
 from claims.models import Claim
 from claims.services import claim_confirm, claim_lock, claim_reinstate, claim_release
-from fairqueue.locks import payment_row_lock, refund_row_lock
+from fairqueue.locks import locked_row, payment_row_lock_sql, refund_row_lock
 from payments.domain import (
     LIVE_STATUSES,
     SETTLED_STATUSES,
@@ -37,13 +38,37 @@ logger = logging.getLogger(__name__)
 P = PaymentStatus
 
 
+_PAYMENT_FIELDS = [f.attname for f in Payment._meta.concrete_fields]
+
+
+def _payment_lock_sql(where: str) -> str:
+    """The payment row (every column) locked: written once (every payment
+    step and webhook takes it), not compiled per call."""
+    columns = ", ".join(f'p."{f.column}"' for f in Payment._meta.concrete_fields)
+    return payment_row_lock_sql(
+        f"SELECT {columns} FROM {Payment._meta.db_table} p WHERE {where}",  # noqa: S608
+        alias="p",
+    )
+
+
+_PAYMENT_LOCK_SQL = _payment_lock_sql("p.id = %s")
+_PAYMENT_BY_REFERENCE_LOCK_SQL = _payment_lock_sql("p.reference = %s")
+
+
 def payment_lock(*, payment_id: uuid.UUID | str) -> Payment:
     """The payment row, locked until the caller's transaction ends (a wait
     past the lock timeout is 503 busy)."""
-    payment = payment_row_lock(Payment.objects.filter(pk=payment_id))
-    if payment is None:
+    row = locked_row(_PAYMENT_LOCK_SQL, [payment_id])
+    if row is None:
         raise Payment.DoesNotExist(f"no payment {payment_id}")
-    return payment
+    return Payment.from_db(DEFAULT_DB_ALIAS, _PAYMENT_FIELDS, row)
+
+
+def payment_lock_by_reference(*, reference: str) -> Payment | None:
+    """``payment_lock`` by the payment's gateway reference; None when no
+    payment has it."""
+    row = locked_row(_PAYMENT_BY_REFERENCE_LOCK_SQL, [reference])
+    return None if row is None else Payment.from_db(DEFAULT_DB_ALIAS, _PAYMENT_FIELDS, row)
 
 
 def refund_lock(*, refund_id: uuid.UUID | str) -> Refund:

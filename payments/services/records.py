@@ -35,7 +35,12 @@ def payment_event_values(event: PaymentEvent) -> list[Any]:
     return [f.get_db_prep_save(getattr(event, f.attname), connection) for f in PAYMENT_EVENT_FIELDS]
 
 
-def payment_log(
+def payment_log(*, payment: Payment, kind: EventKind, actor: str, **details: Any) -> PaymentEvent:
+    """Write an entry of the payment's log (``payment_entry``: what it holds)."""
+    return _insert_entry(payment_entry(payment=payment, kind=kind, actor=actor, **details))
+
+
+def payment_entry(
     *,
     payment: Payment,
     kind: EventKind,
@@ -45,7 +50,8 @@ def payment_log(
     from_status: str = "",
     to_status: str = "",
 ) -> PaymentEvent:
-    event = PaymentEvent(
+    """An unsaved entry of the payment's log (``payment_log`` writes one)."""
+    return PaymentEvent(
         payment_id=payment.pk,
         kind=kind,
         actor=actor,
@@ -55,6 +61,9 @@ def payment_log(
         to_status=to_status,
         created_at=timezone.now(),
     )
+
+
+def _insert_entry(event: PaymentEvent) -> PaymentEvent:
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_EVENT_SQL, payment_event_values(event))
         event.pk = cursor.fetchone()[0]
@@ -65,39 +74,72 @@ def payment_log(
 
 _PAYMENT_FIELDS = list(Payment._meta.concrete_fields)
 _PAYMENT_BY_NAME = {f.name: f for f in _PAYMENT_FIELDS} | {f.attname: f for f in _PAYMENT_FIELDS}
-# A new payment and the first entry of its log, in one statement.
+# A new payment and the first entry of its log, in one statement; nothing
+# when its claim has a live payment already (the index of one live payment
+# per claim refuses it; so would the reference's, taken: 96 random bits).
 _INSERT_PAYMENT_SQL = (
     f"WITH created AS (INSERT INTO {Payment._meta.db_table} "  # noqa: S608
     f"({', '.join(f'{chr(34)}{f.column}{chr(34)}' for f in _PAYMENT_FIELDS)}) "
-    f"VALUES ({', '.join(['%s'] * len(_PAYMENT_FIELDS))}) RETURNING id) "
+    f"VALUES ({', '.join(['%s'] * len(_PAYMENT_FIELDS))}) "
+    "ON CONFLICT DO NOTHING RETURNING id) "
     f"{_INSERT_EVENT_SQL.split(' VALUES ')[0]} "
     f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM created RETURNING id"
 )
 
 
-def payment_create(*, payment: Payment, actor: str, kind: EventKind, data: dict[str, Any]) -> None:
-    """INSERT the (unsaved) payment and its first log entry (one statement)."""
+@functools.lru_cache(maxsize=8)
+def _with_statement(statement: str) -> str:
+    """The INSERT above with another data-modifying ``statement`` before it,
+    in the same statement."""
+    return f"WITH also AS ({statement}), {_INSERT_PAYMENT_SQL.removeprefix('WITH ')}"
+
+
+def payment_create(
+    *,
+    payment: Payment,
+    actor: str,
+    kind: EventKind,
+    data: dict[str, Any],
+    also: tuple[str, list[Any]] | None = None,
+) -> bool:
+    """INSERT the (unsaved) payment and its first log entry (one statement);
+    False, and nothing inserted, when its claim has a live payment already.
+    ``also``: another write (SQL and parameters) sent in the same statement
+    (the claim's payment flag, ``claim_payment_started``)."""
     now = timezone.now()
     payment.created_at = payment.updated_at = now
     entry = PaymentEvent(payment_id=payment.pk, kind=kind, actor=actor, data=data, created_at=now)
     values = [f.get_db_prep_save(getattr(payment, f.attname), connection) for f in _PAYMENT_FIELDS]
+    sql, params = _INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)]
+    if also is not None:
+        sql, params = _with_statement(also[0]), [*also[1], *params]
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)])
+        cursor.execute(sql, params)
+        if cursor.fetchone() is None:
+            return False
     payment._state.adding = False
     payment._state.db = connection.alias
+    return True
 
 
 @functools.lru_cache(maxsize=64)
-def _transition_sql(target: PaymentStatus, names: tuple[str, ...]) -> str:
+def _transition_sql(target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool) -> str:
     """The conditional UPDATE and its log entry, in one statement: the entry
-    is written only when the UPDATE moved the row."""
+    is written only when the UPDATE moved the row. ``logged_first``: another
+    log entry is written first, in the same statement, whether or not the
+    row moves."""
     columns = [_PAYMENT_BY_NAME[name].column for name in names]
     assignments = ", ".join(f'"{column}" = %s' for column in ["status", "updated_at", *columns])
     sources = ", ".join(f"'{status}'" for status in PAYMENT_MACHINE.sources_of(target))
+    insert_event = _INSERT_EVENT_SQL.split(" VALUES ")[0]
+    first, after = "", ""
+    if logged_first:
+        first = f"logged AS ({_INSERT_EVENT_SQL}), "
+        after = " AND EXISTS (SELECT 1 FROM logged)"  # the entry above is written first
     return (
-        f"WITH moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
-        f"WHERE id = %s AND status IN ({sources}) RETURNING id) "
-        f"{_INSERT_EVENT_SQL.split(' VALUES ')[0]} "
+        f"WITH {first}moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
+        f"WHERE id = %s AND status IN ({sources}){after} RETURNING id) "
+        f"{insert_event} "
         f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
     )
 
@@ -110,6 +152,7 @@ def payment_transition(
     reason: str = "",
     data: dict[str, Any] | None = None,
     claim_settled: bool = False,
+    logged_first: PaymentEvent | None = None,
     **fields: Any,
 ) -> bool:
     """``UPDATE ... WHERE status IN (states that may move to target)``; zero
@@ -118,7 +161,8 @@ def payment_transition(
     updated in memory. Callers hold the row lock, so the logged
     ``from_status`` is exact. ``claim_settled``: the caller confirmed the
     claim in this transaction, which ends its payment in flight
-    (``claim_confirm``)."""
+    (``claim_confirm``). ``logged_first``: an unsaved log entry written
+    just before (in the same statement), whether or not the payment moves."""
     now = timezone.now()
     if target == PaymentStatus.CONFIRMED:
         fields.setdefault("confirmed_at", now)
@@ -136,6 +180,8 @@ def payment_transition(
     )
     if any(hasattr(value, "resolve_expression") for value in fields.values()):
         # An expression (F(...)): the ORM writes it (staff's rare steps).
+        if logged_first is not None:
+            _insert_entry(logged_first)
         updated = Payment.objects.filter(
             pk=payment.pk, status__in=PAYMENT_MACHINE.sources_of(target)
         ).update(status=target, updated_at=now, **fields)
@@ -151,13 +197,14 @@ def payment_transition(
     else:
         names = tuple(sorted(fields))
         values = [
-            _PAYMENT_BY_NAME[name].get_db_prep_save(fields[name], connection)
-            for name in names
+            _PAYMENT_BY_NAME[name].get_db_prep_save(fields[name], connection) for name in names
         ]
+        params = [str(target), now, *values, payment.pk, *payment_event_values(entry)]
+        if logged_first is not None:
+            params = [*payment_event_values(logged_first), *params]
         with connection.cursor() as cursor:
             cursor.execute(
-                _transition_sql(target, names),
-                [str(target), now, *values, payment.pk, *payment_event_values(entry)],
+                _transition_sql(target, names, logged_first=logged_first is not None), params
             )
             updated = cursor.rowcount
     if not updated:

@@ -22,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from fairqueue.errors import AppError, ErrorCode
-from fairqueue.locks import locked_transaction, payment_row_lock, refund_row_lock
+from fairqueue.locks import locked_transaction, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
 from payments.domain import (
     OPEN_REFUND_STATUSES,
@@ -34,7 +34,7 @@ from payments.domain import (
 from payments.models import Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.paystack import merchant_amount, signature_valid
 from payments.services.disputes import apply_dispute_webhook
-from payments.services.outcomes import apply_success
+from payments.services.outcomes import apply_success, payment_lock_by_reference
 from payments.services.records import (
     PAYMENT_EVENT_FIELDS,
     payment_event_values,
@@ -165,6 +165,11 @@ def _parse(body: bytes) -> Any:
         payload = json.loads(body, parse_constant=_not_json, parse_float=_finite, parse_int=_int64)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
+    # UTF-8 JSON holds U+0000 only as the escape (a raw control character is
+    # not JSON, and only UTF-16 or UTF-32 text has zero bytes): a body
+    # without either needs no walk through the payload.
+    if b"\x00" not in body and b"\\u0000" not in body:
+        return payload
     return None if _has_nul(payload) else payload
 
 
@@ -178,7 +183,7 @@ def _apply(
     body: bytes,
 ) -> WebhookOutcome:
     with locked_transaction():  # the payment's row, then its claim's, under one lock timeout
-        payment = payment_row_lock(Payment.objects.filter(reference=reference))
+        payment = payment_lock_by_reference(reference=reference)
         if payment is None:
             # Not ours (another integration on the same gateway account):
             # answer 200 so the gateway does not retry it for days.

@@ -17,12 +17,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from claims.models import Claim
+from claims.services import claim_lock
 from customers.models import OneTimeCode
 from events.models import Event, TicketTier
 from fairqueue import locks
 from fairqueue.errors import Busy
 from inventory.models import Ticket
 from payments.models import Refund
+from payments.services.outcomes import payment_lock, payment_lock_by_reference
 from queueing.models import AdmissionState
 from tests.support.payments import make_claim, payment_row
 from tests.support.races import race, rows_locked
@@ -159,3 +161,65 @@ def test_the_claim_row_lock_leaves_the_customer_row_it_reads_free():
         claim_held = locked_elsewhere(Claim.objects.filter(pk=claim.pk))
         customer_held = locked_elsewhere(type(claim.customer).objects.filter(pk=claim.customer_id))
     assert (claim_held, customer_held) == (True, False)
+
+
+# The row locks written once in SQL (the payment's hot path): the same limits.
+SQL_LOCKS: dict[str, Callable[[Any], tuple[QuerySet, Callable[[], Any]]]] = {
+    "claim row": lambda p: (
+        Claim.objects.filter(pk=p.claim_id), lambda: claim_lock(claim_id=p.claim_id),
+    ),
+    "payment row": lambda p: (
+        type(p).objects.filter(pk=p.pk), lambda: payment_lock(payment_id=p.pk),
+    ),
+    "payment row by reference": lambda p: (
+        type(p).objects.filter(pk=p.pk), lambda: payment_lock_by_reference(reference=p.reference),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first statement", "after another"])
+@pytest.mark.parametrize("case", list(SQL_LOCKS))
+def test_a_sql_row_lock_is_busy_after_the_lock_timeout(case, first, settings):
+    """As a ``locked_transaction``'s first statement the lock sets the
+    block's limit itself; after another statement the limit is in force."""
+    settings.DB_LOCK_TIMEOUT_MS = 200
+    payment = payment_row(reference=f"sql-lock-{first}", amount=5000, status="PENDING")
+    rows, take = SQL_LOCKS[case](payment)
+    with rows_locked(rows), pytest.raises(Busy), locks.locked_transaction():
+        if not first:
+            Event.objects.exists()
+        take()
+
+
+def lock_timeout() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW lock_timeout")
+        return cursor.fetchone()[0]
+
+
+def test_a_locked_transaction_that_starts_with_a_sql_lock_spends_no_statement_on_its_limit(
+    settings,
+):
+    settings.DB_LOCK_TIMEOUT_MS = 250
+    claim = make_claim()
+    with locks.locked_transaction(), CaptureQueriesContext(connection) as statements:
+        assert claim_lock(claim_id=claim.pk).pk == claim.pk
+        limit = lock_timeout()
+    assert limit == "250ms"
+    assert len(statements) == 2  # the lock, which sets the limit; the question
+    assert statements[0]["sql"].startswith("SELECT set_config('lock_timeout', '250ms', true), c.")
+    assert statements[0]["sql"].endswith("FOR UPDATE OF c")
+
+
+def test_a_locked_transaction_sets_its_limit_before_any_other_first_statement(settings):
+    """A first statement that is no SQL lock (or a SQL lock that found no
+    row, so set nothing) is preceded by the limit."""
+    settings.DB_LOCK_TIMEOUT_MS = 250
+    with locks.locked_transaction(), CaptureQueriesContext(connection) as statements:
+        assert payment_lock_by_reference(reference="nobody-has-it") is None
+        limit = lock_timeout()
+    assert limit == "250ms"
+    assert [s["sql"] for s in statements][1:] == [
+        "SELECT set_config('lock_timeout', '250ms', true)",
+        "SHOW lock_timeout",
+    ]

@@ -21,10 +21,15 @@ def odd_body(reference: str, oddity: str) -> bytes:
     text = json.dumps({"event": "charge.success", "data": data})
     amount = {"nul": '500000, "gateway_response": "ok\\u0000"', "infinity": "Infinity"}
     amount |= {"nan": "NaN", "huge": "9" * 40, "too_long_for_python": "9" * 5000}
-    return text.replace('"AMOUNT"', amount[oddity]).encode()
+    amount["nul in utf-16"] = amount["nul"]  # JSON may come in UTF-16: no "\u0000" byte run
+    text = text.replace('"AMOUNT"', amount[oddity])
+    return text.encode("utf-16") if oddity == "nul in utf-16" else text.encode()
 
 
-@pytest.mark.parametrize("oddity", ["nul", "infinity", "nan", "huge", "too_long_for_python"])
+ODDITIES = ["nul", "nul in utf-16", "infinity", "nan", "huge", "too_long_for_python"]
+
+
+@pytest.mark.parametrize("oddity", ODDITIES)
 def test_a_signed_webhook_with_unstorable_json_is_400_and_changes_nothing(
     api, client, sandbox, oddity
 ):
