@@ -21,7 +21,7 @@ from customers.authentication import IsCustomer, bearer_token, customer_of
 from customers.throttling import read_bucket_settle
 from customers.tokens import customer_token_verify
 from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
-from fairqueue.errors import ErrorCode, json_error
+from fairqueue.errors import AppError, ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
@@ -31,9 +31,10 @@ from queueing.serializers import (
     position_body,
 )
 from queueing.services import queue_abandon, queue_join, ws_ticket_issue
+from queueing.services.draw import draw_shard_answer
 from queueing.services.join import queue_position_signed_in
 from queueing.services.line_state import line_state_answer
-from queueing.wsgi import CACHE_CONTROL
+from queueing.wsgi import CACHE_CONTROL, DRAW_CACHE_CONTROL, DRAW_SHARD
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -71,8 +72,9 @@ class QueueView(HotPathView):
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
         challenge_verify(request, action=ChallengeAction.QUEUE_JOIN)
-        result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
-        return _json(joined_body(result), status=201)
+        customer_id = customer_of(request).id
+        result = queue_join(event_id=event_id, customer_id=customer_id)
+        return _json(joined_body(result, event_id=event_id, customer_id=customer_id), status=201)
 
     @extend_schema(
         operation_id="queue_leave",
@@ -116,8 +118,9 @@ class QueuePositionView(HotPathView):
         },
     )
     def get(self, request: Request, event_id: str) -> HttpResponse:
-        customer_of(request)  # IsCustomer ran: the place was read with the sign-in
-        return _json(position_body(request.queue_position))  # type: ignore[attr-defined]  # read with the sign-in
+        customer = customer_of(request)  # IsCustomer ran: the place was read with the sign-in
+        read = request.queue_position  # type: ignore[attr-defined]  # read with the sign-in
+        return _json(position_body(read, event_id=event_id, customer_id=customer.id))
 
 
 class QueueWsTicketView(APIView):
@@ -158,7 +161,7 @@ class QueueLineStateView(APIView):
             response = json_error(ErrorCode.METHOD_NOT_ALLOWED, "Only GET.", 405)
             response["Allow"] = "GET, HEAD"
             return response
-        return self.get(request, kwargs["event_id"])
+        return self.get(request, **kwargs)
 
     @extend_schema(
         operation_id="queue_line_state",
@@ -182,4 +185,42 @@ class QueueLineStateView(APIView):
             return json_error(ErrorCode.EVENT_NOT_FOUND, "No such event.", 404)
         response = HttpResponse(text, content_type="application/json")
         response["Cache-Control"] = CACHE_CONTROL
+        return response
+
+
+class QueueDrawShardView(QueueLineStateView):
+    """One shard of the pre-queue draw's public documents: no sign-in, the
+    same bytes for everyone, never changing once written. Under the web
+    server a document a process holds (or reads from Redis) is answered
+    before Django (``queueing.wsgi``); this view answers the rest: a shard to
+    rebuild from Postgres, a draw not made, a bad shard."""
+
+    @extend_schema(
+        operation_id="queue_draw_shard",
+        summary="One shard of the pre-queue draw's results (public, cacheable)",
+        description=(
+            "`{event_id, epoch: 1, served: 0, entries: {<entry>: rank}}`: the ranks the draw "
+            "gave, keyed by hex digits 3 to 16 of SHA-256(draw_key); `shard` is its first two. "
+            "A pre-queue page takes `position = score = rank`, `served`, `epoch` from it. "
+            "The same bytes for everyone, `Cache-Control: public, max-age=300` (docs/API.md)."
+        ),
+        auth=[],
+        responses={
+            200: OpenApiResponse(description="The shard's document (JSON)."),
+            404: error("event_not_found, draw_not_made (before the draw), or not_found (shard)"),
+            503: error("busy: the documents are being rebuilt; retry shortly."),
+        },
+    )
+    def get(self, request: HttpRequest, event_id: Any, shard: str = "") -> HttpResponse:
+        if not DRAW_SHARD.fullmatch(shard):
+            return json_error(ErrorCode.NOT_FOUND, "A shard is two lowercase hex digits.", 404)
+        try:
+            body = draw_shard_answer(event_id=event_id, shard=shard)
+        except AppError as exc:
+            refused = json_error(exc.code, exc.message, exc.status)
+            if exc.retry_after is not None:
+                refused["Retry-After"] = str(exc.retry_after)
+            return refused
+        response = HttpResponse(body, content_type="application/json")
+        response["Cache-Control"] = DRAW_CACHE_CONTROL
         return response

@@ -244,6 +244,7 @@ def test_position_of_a_waiting_customer(api, event):
         "poll_after_seconds": 5,  # the next tick may admit it
         "score": entry.score,  # its number for the public line state
         "epoch": 0,
+        "draw_key": None,  # no pre-queue: no draw
     }
 
 
