@@ -24,7 +24,7 @@ from customers.revocation import auth_state_store, customer_token_settle
 from customers.throttling import read_bucket_in_script
 from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
-from events.domain import in_prequeue, is_on_sale
+from events.domain import in_prequeue, is_on_sale, resale_after_sale
 from events.models import Event
 from fairqueue.db import prepared_cursor, violated_constraint
 from fairqueue.errors import (
@@ -333,6 +333,16 @@ def entry_admission_token(entry: QueueEntry, expires_at: datetime) -> str:
     )
 
 
+def _offer_outlives_sale(event: EventSnapshot, entry: QueueEntry) -> bool:
+    """A waiting-list offer stays good after the sale while returns are open."""
+    return entry.offer_tier_id is not None and resale_after_sale(
+        status=event.status,
+        now=timezone.now(),
+        sale_end=event.sale_end,
+        returns_until=event.returns_until,
+    )
+
+
 def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None) -> PositionResult:
     """An admitted customer who missed the push gets a (re-minted) token."""
     token = entry_admission_token(entry, expires_at)
@@ -416,7 +426,11 @@ def _position(
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
         raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
-    if event.status not in EVENT_LIVE_STATUSES and entry.status in LIVE_STATUSES:
+    if (
+        event.status not in EVENT_LIVE_STATUSES
+        and entry.status in LIVE_STATUSES
+        and not _offer_outlives_sale(event, entry)
+    ):
         # The line ended with the sale, whatever the entry still says (the
         # close that expires it may not have run yet).
         return PositionResult(
