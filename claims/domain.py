@@ -118,6 +118,11 @@ class ReturnStatus(StrEnum):
     CANCELLED = "CANCELLED"  # the purchase itself was cancelled (refund, staff)
 
 
+# Why a return ended WITHDRAWN without its holder: it was still on resale
+# when the event's returns closed (``TicketReturn.end_reason``).
+RETURNS_CLOSED = "returns_closed"
+
+
 class TransferStatus(StrEnum):
     PENDING = "PENDING"
     ACCEPTED = "ACCEPTED"

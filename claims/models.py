@@ -175,6 +175,11 @@ class TicketReturn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     resold_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # WITHDRAWN by the system: ``returns_closed`` (empty: by its holder).
+    end_reason = models.CharField(max_length=32, blank=True, default="")
+    # When the holder's email about its end (resold, or back at the close of
+    # returns) went out (null: not yet, or none due).
+    emailed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -218,6 +223,8 @@ class TicketTransfer(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # When the recipient's email went out (null: not yet).
+    emailed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

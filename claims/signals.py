@@ -17,3 +17,7 @@ ticket_resold = Signal()
 # A holder sent a ticket to another person (sent after commit). Arguments:
 # transfer_id.
 ticket_transfer_offered = Signal()
+
+# A return still on resale when the event's returns closed went back to its
+# holder: the ticket is valid again (sent after commit). Arguments: return_id.
+ticket_return_closed = Signal()

@@ -39,6 +39,7 @@ def _beat_schedule() -> dict:
             "schedule": every["reconcile"],
         },
         "claims-expire": {"task": "claims.tasks.claims_expire", "schedule": every["expiry"]},
+        "returns-close": {"task": "claims.tasks.returns_close", "schedule": every["expiry"]},
         "paying-claims-expire": {
             "task": "payments.tasks.paying_claims_expire",
             "schedule": every["expiry"],
@@ -53,10 +54,7 @@ def _beat_schedule() -> dict:
             "schedule": every["reconcile"],
         },
         "records-purge": {"task": "customers.tasks.records_purge", "schedule": 3600.0},
-        "confirmation-emails-sweep": {
-            "task": "storefront.tasks.confirmation_emails_sweep",
-            "schedule": 300.0,
-        },
+        "emails-sweep": {"task": "storefront.tasks.emails_sweep", "schedule": 60.0},
     }
 
 

@@ -44,5 +44,6 @@ urlpatterns = [
 ]
 
 handler400 = "fairqueue.errors.handler400"
+handler403 = "fairqueue.errors.handler403"
 handler404 = "fairqueue.errors.handler404"
 handler500 = "fairqueue.errors.handler500"

@@ -68,6 +68,16 @@ def is_on_sale(*, status: str, now: datetime, sale_start: datetime, sale_end: da
     return status in (S.ACTIVE, S.PAUSED, S.SOLD_OUT) and sale_start <= now < sale_end
 
 
+def resale_after_sale(
+    *, status: str, now: datetime, sale_end: datetime, returns_until: datetime | None
+) -> bool:
+    """The sale is over (ended, or its window closed) but returns are still
+    open: returned tickets are resold to the event's waiting list until
+    ``returns_until``, through its offers only."""
+    over = status == S.ENDED or now >= sale_end
+    return over and status != S.DRAFT and returns_until is not None and now < returns_until
+
+
 def in_prequeue(
     *, status: str, now: datetime, prequeue_opens_at: datetime | None, sale_start: datetime
 ) -> bool:

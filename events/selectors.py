@@ -68,6 +68,7 @@ class TierSnapshot:
     sale_end: datetime
     max_tickets_per_customer: int
     kind: str = TierKind.GENERAL
+    returns_until: datetime | None = None
 
     @property
     def reserved(self) -> bool:
@@ -87,6 +88,7 @@ def _load_tier(tier_id: uuid.UUID | str) -> TierSnapshot | None:
             "event__sale_end",
             "event__max_tickets_per_customer",
             "kind",
+            "event__returns_until",
         )
         .first()
     )

@@ -276,6 +276,19 @@ def handler404(request, exception=None):
     return render(request, "404.html", status=404)
 
 
+def handler403(request, exception=None):
+    """A page someone may not open: the envelope for API clients; for people
+    a page that says so and where to go instead (the admin's index for staff
+    inside the admin, the events otherwise), never a bare "403 Forbidden"."""
+    if request.path.startswith("/api/"):
+        return json_error(ErrorCode.FORBIDDEN, "You may not do this.", 403)
+    from django.shortcuts import render
+
+    in_admin = request.path.startswith("/admin/") and getattr(request.user, "is_staff", False)
+    template = "admin/403.html" if in_admin else "403.html"
+    return render(request, template, status=403)
+
+
 @csrf_exempt  # an unknown API path is a 404 envelope for POST too, not a CSRF page
 def api_not_found(request, *args, **kwargs):
     """Any unknown path under /api/: the envelope, in DEBUG too (Django's

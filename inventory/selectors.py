@@ -27,6 +27,20 @@ def free_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
     return dict(rows)
 
 
+def resale_tickets_by_tier(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, int]:
+    """Free tickets per tier that are on resale (returned by their holder,
+    ``resale_from`` set): what is still sold once the sale is over."""
+    rows = (
+        Ticket.objects.filter(tier__event_id=event_id)
+        .values_list("tier_id")
+        .annotate(
+            free=Count("id", filter=Q(claim__isnull=True, blocked=False, resale_from__isnull=False))
+        )
+        .order_by()
+    )
+    return dict(rows)
+
+
 def tier_free_tickets(*, tier_id: uuid.UUID) -> int:
     """Unheld ticket rows of a tier, including rows an in-flight claim has
     locked but not committed yet."""

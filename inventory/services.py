@@ -29,7 +29,10 @@ _FREE_OF_TIER = f"""
 # Up to N free tickets of a tier, locked without waiting: concurrent claims
 # lock different rows instead of queueing on one counter row (SKIP LOCKED
 # never waits, so it is outside the lock order of fairqueue/locks.py);
-# MATERIALIZED keeps the locking SELECT evaluated exactly once. A CTE
+# MATERIALIZED keeps the locking SELECT evaluated exactly once; the rows are
+# then reached by id (``= ANY(ARRAY(...))``, the primary key), never by a join
+# whose plan follows the table's statistics: statistics taken while the table
+# was empty make such a join scan every row once per picked row. A CTE
 # fragment named ``picked``: ``tickets_take`` uses it, and claims composes it
 # with the INSERT of the claim itself (one statement on the claim's hot path).
 PICK_FREE_SQL = f"""
@@ -40,8 +43,8 @@ picked AS MATERIALIZED ({_FREE_OF_TIER}
 
 _TAKE_SQL = f"""
 WITH {PICK_FREE_SQL}
-UPDATE {TABLE} AS t SET claim_id = %s
-FROM picked WHERE t.id = picked.id
+UPDATE {TABLE} SET claim_id = %s
+WHERE id = ANY(ARRAY(SELECT id FROM picked))
 """  # noqa: S608  (the table name comes from the model, values are parameters)
 
 
@@ -111,13 +114,12 @@ INSERT INTO {TABLE} (tier_id, reservation_id, accessible, restricted_view, block
 SELECT %s, '', false, false, false FROM generate_series(1, %s)
 """  # noqa: S608
 # Surplus free rows, picked and deleted by Postgres (rows claims in flight
-# hold are skipped, not waited for).
+# hold are skipped, not waited for), by id as ``PICK_FREE_SQL`` says why.
 _REMOVE_FREE_SQL = f"""
-WITH surplus AS ({_FREE_OF_TIER}
+DELETE FROM {TABLE} WHERE id = ANY(ARRAY({_FREE_OF_TIER}
     LIMIT %s
     FOR UPDATE SKIP LOCKED
-)
-DELETE FROM {TABLE} AS t USING surplus WHERE t.id = surplus.id
+))
 """  # noqa: S608
 
 

@@ -124,6 +124,8 @@ class WaitlistEntry(models.Model):
         QueueEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the offer's email went out (null: not yet, or never offered).
+    emailed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "waiting list entries"
@@ -135,7 +137,13 @@ class WaitlistEntry(models.Model):
             )
         ]
         indexes = [
-            models.Index(fields=["event", "status", "score"], name="waitlist_event_status")
+            models.Index(fields=["event", "status", "score"], name="waitlist_event_status"),
+            # The email sweep's open offers not emailed.
+            models.Index(
+                fields=["offered_at"],
+                condition=models.Q(status=WaitlistStatus.OFFERED.value, emailed_at__isnull=True),
+                name="waitlist_offer_not_emailed",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -29,6 +29,7 @@ class EventSnapshot:
     prequeue_opens_at: datetime | None
     admission_batch_size: int
     prequeue_shuffled_at: datetime | None
+    returns_until: datetime | None = None
 
 
 def _load_event(event_id: uuid.UUID | str) -> EventSnapshot | None:
@@ -42,6 +43,7 @@ def _load_event(event_id: uuid.UUID | str) -> EventSnapshot | None:
             "prequeue_opens_at",
             "admission_batch_size",
             "prequeue_shuffled_at",
+            "returns_until",
         )
         .first()
     )

@@ -67,15 +67,16 @@ class WaitlistView(APIView):
 
     @extend_schema(
         operation_id="waitlist_join",
-        summary="Join the waiting list of a sold-out event",
+        summary="Join the waiting list of a sold-out event (or of an ended sale, returns open)",
         request=WaitlistJoinSerializer,
         responses={
             201: WaitlistEntrySerializer,
             401: error("not_authenticated / invalid_token"),
             404: error("event_not_found"),
             409: error(
-                "waitlist_closed (not sold out, or the sale ended), already_on_waitlist, "
-                "already_claimed, or already_in_queue (admitted from the line)"
+                "waitlist_closed (not sold out, or the sale ended and returns closed), "
+                "already_on_waitlist, already_claimed, or already_in_queue (admitted from "
+                "the line)"
             ),
             422: error("invalid_input / tier_not_found"),
         },

@@ -1,7 +1,8 @@
 """The buyer's emails: the confirmation (HTML and plain text, the tickets,
 each with its QR code as an inline image, and a receipt), the cancellation
 of a paid purchase (its tickets void, its money going back), and the
-plain-text notes of a returned ticket resold and of a ticket sent to someone."""
+plain-text notes of a returned ticket resold or back with its holder when
+returns closed, and of a ticket sent to someone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.template.loader import render_to_string
 
 from claims.domain import IssuedTicketStatus, ticket_code_display
-from claims.models import Claim, TicketReturn, TicketTransfer
+from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
 from fairqueue.money import money_format
 from fairqueue.public_url import public_url
 from storefront.qr import qr_png
@@ -71,6 +72,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _note(subject: str, lines: list[str], *, to: str) -> EmailMessage:
+    """A plain-text note: its lines, and one subject line whatever names it
+    holds."""
+    return EmailMessage(
+        subject=_one_line(subject),
+        body="\n".join(lines) + "\n",
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+    )
+
+
+def _seat(ticket: IssuedTicket) -> str:
+    return f" (seat {ticket.seat_label})" if ticket.seat_label else ""
+
+
 def resold_email(*, ticket_return: TicketReturn) -> EmailMessage:
     """To the first buyer of a resold ticket: its code is void, and what
     comes back to their card."""
@@ -79,9 +95,7 @@ def resold_email(*, ticket_return: TicketReturn) -> EmailMessage:
     refund = money_format(ticket_return.refund_amount, ticket_return.currency)
     fee = money_format(ticket_return.fee, ticket_return.currency)
     lines = [
-        f"Someone bought the ticket you returned for {event.name}"
-        + (f" (seat {ticket.seat_label})" if ticket.seat_label else "")
-        + ".",
+        f"Someone bought the ticket you returned for {event.name}{_seat(ticket)}.",
         f"Its code {ticket_code_display(ticket.code)} no longer lets anyone in.",
         f"We are refunding {refund} to the card you paid with"
         + (f" (face value minus the organizer's {fee} fee)" if ticket_return.fee else "")
@@ -89,11 +103,24 @@ def resold_email(*, ticket_return: TicketReturn) -> EmailMessage:
         "",
         f"Your tickets: {public_url('/tickets/')}",
     ]
-    return EmailMessage(
-        subject=_one_line(f"Your returned ticket for {event.name} was resold"),
-        body="\n".join(lines) + "\n",
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[ticket.holder_email],
+    return _note(f"Your returned ticket for {event.name} was resold", lines, to=ticket.holder_email)
+
+
+def return_closed_email(*, ticket_return: TicketReturn) -> EmailMessage:
+    """To the holder of a ticket nobody bought before returns closed: it is
+    theirs and valid again, nothing is refunded."""
+    ticket = ticket_return.ticket
+    event = ticket.event
+    lines = [
+        f"Nobody bought the ticket you returned for {event.name}{_seat(ticket)}"
+        " before returns closed.",
+        f"It is yours again and valid: its code {ticket_code_display(ticket.code)} lets you in.",
+        "Nothing is refunded.",
+        "",
+        f"Your tickets: {public_url('/tickets/')}",
+    ]
+    return _note(
+        f"Your returned ticket for {event.name} is yours again", lines, to=ticket.holder_email
     )
 
 
@@ -101,20 +128,13 @@ def transfer_email(*, transfer: TicketTransfer) -> EmailMessage:
     """To the person a ticket was sent to: how to accept it."""
     ticket = transfer.ticket
     lines = [
-        f"{ticket.holder_email} sent you a ticket for {ticket.event.name}"
-        + (f" (seat {ticket.seat_label})" if ticket.seat_label else "")
-        + ".",
+        f"{ticket.holder_email} sent you a ticket for {ticket.event.name}{_seat(ticket)}.",
         "Sign in with this email address and accept it on your tickets page:",
         public_url("/tickets/"),
         "",
         "Once you accept, the ticket gets a new code that is yours alone.",
     ]
-    return EmailMessage(
-        subject=_one_line(f"A ticket for {ticket.event.name} was sent to you"),
-        body="\n".join(lines) + "\n",
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[transfer.to_email],
-    )
+    return _note(f"A ticket for {ticket.event.name} was sent to you", lines, to=transfer.to_email)
 
 
 def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) -> EmailMessage:

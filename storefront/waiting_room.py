@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from events.selectors import event_public_get
 from fairqueue.errors import NotFound
+from queueing.services.waitlist import returns_open_after_sale
 from storefront.sale import (
     duration_text,
     event_tiers,
@@ -26,7 +27,8 @@ def waiting_room_page(request: HttpRequest, event_id: str) -> HttpResponse:
         event = event_public_get(event_id=event_id)
     except NotFound:
         return not_found_page(request, "There is no such event, or it is not on sale yet.")
-    state = sale_state(event, timezone.now())
+    now = timezone.now()
+    state = sale_state(event, now)
     tiers = event_tiers(event)
     config = {
         "event_id": str(event.pk),
@@ -34,6 +36,8 @@ def waiting_room_page(request: HttpRequest, event_id: str) -> HttpResponse:
         "currency": event.currency,
         "status": event.status,
         "sale_state": state.key,
+        # The sale is over, returns are open: the waiting list is (waitlist.js).
+        "waitlist_after_sale": returns_open_after_sale(event, now),
         "sale_start": event.sale_start.isoformat(),
         "sale_end": event.sale_end.isoformat(),
         "prequeue_opens_at": (

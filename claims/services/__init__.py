@@ -34,6 +34,7 @@ from claims.services.resale import (
     ticket_return_quote,
     ticket_return_withdraw,
 )
+from claims.services.returns_close import returns_close_due
 from claims.services.transfers import (
     ticket_transfer_accept,
     ticket_transfer_cancel,
@@ -56,6 +57,7 @@ __all__ = [
     "issued_ticket_check_in",
     "issued_tickets_issue",
     "issued_tickets_void",
+    "returns_close_due",
     "ticket_return",
     "ticket_return_quote",
     "ticket_return_withdraw",

@@ -22,6 +22,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from claims.models import Claim
 from claims.selectors import already_claimed, customer_holds_purchase
+from claims.services.after_sale import claim_insert_after_sale, offer_claims_after_sale
 from claims.services.refusals import (
     mark_sold_out_if_none_left,
     refuse_admission,
@@ -93,6 +94,8 @@ def claim_create(
     """Claim ``quantity`` tickets of a tier for an admitted customer; on a
     reserved tier, exactly the ``seats`` (labels) chosen, all or nothing, or
     with ``quantity`` alone the best available seats (``inventory.seating.domain``).
+    Once the sale is over, while returns are open, only the admission of a
+    waiting-list offer claims, a ticket on resale (``after_sale``).
 
     Errors: 404 event_not_found; 422 tier_not_found / invalid_quantity /
     seat_not_found / not_reserved_seating; 409 event_not_on_sale; 401/403
@@ -117,20 +120,36 @@ def claim_create(
             code=ErrorCode.INVALID_QUANTITY,
             details={"quantity": quantity, "max": tier.max_tickets_per_customer},
         )
-    if not is_on_sale(
+    on_sale = is_on_sale(
         status=tier.event_status,
         now=timezone.now(),
         sale_start=tier.sale_start,
         sale_end=tier.sale_end,
-    ):
-        raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
+    )
     # The token's signature and whose it is; whether the admission is still
     # good (ADMITTED, window open) is checked by the claim statement itself,
     # which is the authority anyway: no Redis or Postgres read before it.
+    if not on_sale and tier.returns_until is None:
+        raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
     admission = admission_token_read(
         token=admission_token, event_id=tier.event_id, customer_id=customer_id
     )
+    if not on_sale and not offer_claims_after_sale(tier, admission):
+        raise Conflict("This event is not on sale.", code=ErrorCode.EVENT_NOT_ON_SALE)
     admission_scope_check(admission, tier_id=tier.id, quantity=quantity)
+    if not on_sale:
+        return claim_insert_after_sale(
+            _claim_new(
+                tier,
+                entry_id=admission.queue_entry_id,
+                customer_id=customer_id,
+                quantity=quantity,
+                seats=labels,
+            ),
+            tier=tier,
+            entry_id=admission.queue_entry_id,
+            chosen=labels,
+        )
 
     # One round trip takes the (event, customer) lock and reserves the
     # tickets in Redis; the lock is ours from here until the last Redis write.
@@ -322,20 +341,8 @@ def _claim_insert(
     takes exactly ``seats``, or without them the best available seats.
     ``reservation_id`` names the Redis reservation that fronted the claim
     ("" when there was none)."""
-    now = timezone.now()
-    claim = Claim(
-        id=uuid.uuid4(),
-        event_id=tier.event_id,
-        tier_id=tier.id,
-        customer_id=customer_id,
-        queue_entry_id=entry_id,
-        quantity=quantity,
-        amount=tier.price * quantity,
-        currency=tier.currency,
-        status=ClaimStatus.CLAIMED.value,
-        expires_at=now + timedelta(seconds=settings.CLAIM_TTL_SECONDS),
-        created_at=now,
-        seats=list(seats),
+    claim = _claim_new(
+        tier, entry_id=entry_id, customer_id=customer_id, quantity=quantity, seats=seats
     )
     if not TICKET_GUARD:
         return _claim_insert_unguarded(claim, entry_id=entry_id)
@@ -354,6 +361,32 @@ def _claim_insert(
     if outcome.admitted and outcome.picked < quantity:
         refuse_short(tier, quantity)
     refuse_admission(tier, customer_id)
+
+
+def _claim_new(
+    tier: TierSnapshot,
+    *,
+    entry_id: uuid.UUID | str,
+    customer_id: uuid.UUID | str,
+    quantity: int,
+    seats: tuple[str, ...],
+) -> Claim:
+    """The claim row, unsaved and fully filled in."""
+    now = timezone.now()
+    return Claim(
+        id=uuid.uuid4(),
+        event_id=tier.event_id,
+        tier_id=tier.id,
+        customer_id=customer_id,
+        queue_entry_id=entry_id,
+        quantity=quantity,
+        amount=tier.price * quantity,
+        currency=tier.currency,
+        status=ClaimStatus.CLAIMED.value,
+        expires_at=now + timedelta(seconds=settings.CLAIM_TTL_SECONDS),
+        created_at=now,
+        seats=list(seats),
+    )
 
 
 def _claim_insert_unguarded(claim: Claim, *, entry_id: uuid.UUID | str) -> Claim:

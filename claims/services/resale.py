@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from claims.domain import (
+    RETURNS_CLOSED,
     ClaimSource,
     ClaimStatus,
     IssuedTicketStatus,
@@ -172,32 +173,47 @@ def ticket_return_withdraw(*, code: str, customer_id: uuid.UUID | str) -> None:
         ret = TicketReturn.objects.filter(ticket_id=ticket.pk, status=R.ON_RESALE).first()
         if ret is None:
             raise NotFound("This ticket is not on resale.", code=ErrorCode.RETURN_NOT_FOUND)
-        taken_back = Ticket.objects.filter(
-            pk=ret.ticket_row_id, claim__isnull=True, resale_from_id=claim.pk
-        ).update(claim=claim, resale_from=None)
-        if not taken_back:
+        if not return_take_back(ret, claim, actor="holder"):
             raise Conflict(
                 "Someone is buying this ticket right now; it can no longer be withdrawn.",
                 code=ErrorCode.RETURN_TAKEN,
             )
-        now = timezone.now()
-        TicketReturn.objects.filter(pk=ret.pk).update(status=R.WITHDRAWN, ended_at=now)
-        IssuedTicket.objects.filter(pk=ticket.pk, status=T.ON_RESALE).update(status=T.VALID)
-        ticket_log(
-            ticket_id=ticket.pk,
-            kind="return_withdrawn",
-            actor="holder",
-            data={"return_id": str(ret.pk)},
+
+
+def return_take_back(ret: TicketReturn, claim: Claim, *, actor: str, closed: bool = False) -> bool:
+    """The return ends WITHDRAWN and its ticket is VALID again, its row back
+    with its purchase; False when a buyer holds the row (their claim is in
+    flight: it resells it when paid, or frees it again). Runs under the
+    purchase's claim row lock. The row's move is conditional on the same row
+    a claim takes with SKIP LOCKED: of a claim and a take-back, exactly one
+    gets it. ``closed``: returns closed while it was on resale (the system's
+    step, ``returns_closed``), not its holder's."""
+    taken_back = Ticket.objects.filter(
+        pk=ret.ticket_row_id, claim__isnull=True, resale_from_id=claim.pk
+    ).update(claim=claim, resale_from=None)
+    if not taken_back:
+        return False
+    now = timezone.now()
+    TicketReturn.objects.filter(pk=ret.pk).update(
+        status=R.WITHDRAWN, ended_at=now, end_reason=RETURNS_CLOSED if closed else ""
+    )
+    IssuedTicket.objects.filter(pk=ret.ticket_id, status=T.ON_RESALE).update(status=T.VALID)
+    ticket_log(
+        ticket_id=ret.ticket_id,
+        kind="return_closed" if closed else "return_withdrawn",
+        actor=actor,
+        data={"return_id": str(ret.pk)},
+    )
+    row = Ticket.objects.only("tier_id", "label").get(pk=ret.ticket_row_id)
+    if row.label:
+        seats_changed_on_commit(
+            event_id=ret.event_id,
+            tier_id=row.tier_id,
+            changes=[SeatChange(row.label, SeatStatus.SOLD)],
         )
-        row = Ticket.objects.only("tier_id", "label").get(pk=ret.ticket_row_id)
-        if row.label:
-            seats_changed_on_commit(
-                event_id=ticket.event_id,
-                tier_id=row.tier_id,
-                changes=[SeatChange(row.label, SeatStatus.SOLD)],
-            )
-        event_id, tier_id = ticket.event_id, row.tier_id
-        transaction.on_commit(lambda: _inventory_after_withdraw(event_id, tier_id), robust=True)
+    event_id, tier_id = ret.event_id, row.tier_id
+    transaction.on_commit(lambda: _inventory_after_withdraw(event_id, tier_id), robust=True)
+    return True
 
 
 def _inventory_after_withdraw(event_id: uuid.UUID, tier_id: uuid.UUID) -> None:

@@ -90,7 +90,7 @@ new_claim AS (
 ),
 taken AS (
     UPDATE {TICKETS} AS t SET claim_id = new_claim.id, reservation_id = %(reservation)s
-    FROM picked, new_claim WHERE t.id = picked.id
+    FROM new_claim WHERE t.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING t.id
 )
 SELECT (SELECT count(*) FROM admitted), (SELECT count(*) FROM picked),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
+from events.domain import resale_after_sale
+from events.models import Event
 from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus
 from queueing.models import QueueEntry
 from queueing.pushes import send_sale_ended
@@ -20,8 +23,18 @@ _CLOSE_SQL = f"""
 UPDATE {QueueEntry._meta.db_table}
 SET status = %(expired)s, finished_at = %(now)s, end_reason = %(reason)s
 WHERE event_id = %(event_id)s AND status = ANY(%(live)s)
+  AND NOT (%(keep_offers)s AND offer_tier_id IS NOT NULL)
 RETURNING customer_id
 """  # noqa: S608
+
+
+def offers_outlive_sale(event_id: uuid.UUID | str, now: datetime) -> bool:
+    """Returns are open after the sale: the waiting list's offers stay (their
+    tickets are returned ones, still resold), only the line closes."""
+    event = Event.objects.filter(pk=event_id).only("status", "sale_end", "returns_until").first()
+    return event is not None and resale_after_sale(
+        status=event.status, now=now, sale_end=event.sale_end, returns_until=event.returns_until
+    )
 
 
 def queue_close(*, event_id: uuid.UUID | str) -> int:
@@ -30,13 +43,17 @@ def queue_close(*, event_id: uuid.UUID | str) -> int:
     the event gets one ``expired`` push (``sale_ended``). A reconciliation
     that read the line before this committed does not bring it back: it
     drops the sets of an event that is no longer live after writing them
-    (reconcile.py). Returns how many entries closed."""
+    (reconcile.py). While returns are open after the sale, the waiting
+    list's offers are not closed (``offers_outlive_sale``). Returns how many
+    entries closed."""
+    now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
             _CLOSE_SQL,
             {
                 "expired": QueueStatus.EXPIRED.value,
-                "now": timezone.now(),
+                "now": now,
+                "keep_offers": offers_outlive_sale(event_id, now),
                 "reason": EndReason.SALE_ENDED.value,
                 "event_id": event_id,
                 "live": [s.value for s in LIVE_STATUSES],

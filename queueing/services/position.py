@@ -15,6 +15,7 @@ from customers.revocation import auth_state_store, customer_token_settle
 from customers.throttling import read_bucket_in_script
 from customers.tokens import CustomerPrincipal
 from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
+from events.domain import resale_after_sale
 from fairqueue.errors import ErrorCode, NotFound
 from queueing.domain import LIVE_STATUSES, EndReason, QueueStatus
 from queueing.models import QueueEntry
@@ -60,6 +61,16 @@ def entry_admission_token(entry: QueueEntry, expires_at: datetime) -> str:
         queue_entry_id=entry.id,
         expires_at=expires_at,
         offer_tier_id=entry.offer_tier_id,
+    )
+
+
+def _offer_outlives_sale(event: EventSnapshot, entry: QueueEntry) -> bool:
+    """A waiting-list offer stays good after the sale while returns are open."""
+    return entry.offer_tier_id is not None and resale_after_sale(
+        status=event.status,
+        now=timezone.now(),
+        sale_end=event.sale_end,
+        returns_until=event.returns_until,
     )
 
 
@@ -146,7 +157,11 @@ def _position(
     entry = entry_latest(event_id=event.id, customer_id=customer_id)
     if entry is None:
         raise NotFound("You are not in this queue.", code=ErrorCode.NOT_IN_QUEUE)
-    if event.status not in EVENT_LIVE_STATUSES and entry.status in LIVE_STATUSES:
+    if (
+        event.status not in EVENT_LIVE_STATUSES
+        and entry.status in LIVE_STATUSES
+        and not _offer_outlives_sale(event, entry)
+    ):
         # The line ended with the sale, whatever the entry still says (the
         # close that expires it may not have run yet).
         return PositionResult(

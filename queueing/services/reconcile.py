@@ -135,18 +135,21 @@ def queue_reconcile_all() -> dict[str, Mapping[str, int | str]]:
             reports[str(event_id)] = queue_reconcile_event(event_id=event_id)
         except RedisUnavailable:
             reports[str(event_id)] = {"skipped": "redis_unavailable"}
+    now = timezone.now()
     ended_with_live = (
         QueueEntry.objects.filter(
             status__in=LIVE_STATUSES,
             event__status=EventStatus.ENDED,
         )
+        # A waiting-list offer outlives the sale while returns are open.
+        .exclude(offer_tier__isnull=False, event__returns_until__gt=now)
         .values_list("event_id", flat=True)
         .distinct()
     )
     for event_id in ended_with_live:
         reports[str(event_id)] = {"closed": queue_close(event_id=event_id)}
     recently_ended = Event.objects.filter(
-        status=EventStatus.ENDED, updated_at__gte=timezone.now() - ENDED_SWEEP
+        status=EventStatus.ENDED, updated_at__gte=now - ENDED_SWEEP
     ).values_list("id", flat=True)
     store = queue_store()
     for event_id in recently_ended:

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from events.domain import EventStatus
+from events.domain import EventStatus, resale_after_sale
 from events.models import Event, TicketTier
 from fairqueue.db import violated_constraint
 from fairqueue.errors import Busy, Conflict, ErrorCode, InvalidInput, NotFound, Unauthenticated
@@ -31,16 +31,18 @@ from queueing.store import queue_store
 
 
 def returns_open_after_sale(event: Event, now: datetime) -> bool:
-    """The hook for returns: whether the waiting list stays open once the
-    sale has ended (returned tickets are resold to it). No event keeps it
-    open yet, so a sale that ended closes its list."""
-    return False
+    """Whether the waiting list stays open once the sale is over: while
+    returns are open (``Event.returns_until``), returned tickets are resold
+    to it."""
+    return resale_after_sale(
+        status=event.status, now=now, sale_end=event.sale_end, returns_until=event.returns_until
+    )
 
 
 def waitlist_open(event: Event, now: datetime) -> bool:
     """Customers may join while the event is sold out, and, once it has sold
-    out (its list opened), until its sale ends; after the end only while
-    returns keep it open (``returns_open_after_sale``)."""
+    out (its list opened), until its sale ends; after the end while returns
+    keep it open (``returns_open_after_sale``)."""
     if event.status == EventStatus.ENDED or now >= event.sale_end:
         return returns_open_after_sale(event, now)
     if event.status == EventStatus.SOLD_OUT:

@@ -28,7 +28,7 @@ from events.domain import EventStatus, is_on_sale
 from events.models import Event, TicketTier
 from fairqueue.locks import event_row_lock
 from fairqueue.news import send_on_commit
-from inventory.selectors import free_tickets_by_tier
+from inventory.selectors import free_tickets_by_tier, resale_tickets_by_tier
 from queueing.domain import WAITLIST_LIVE_STATUSES, EndReason, QueueStatus, WaitlistStatus
 from queueing.models import QueueEntry, WaitlistEntry, WaitlistState
 from queueing.pushes import send_expired
@@ -109,10 +109,27 @@ def _draw(event_id: uuid.UUID | str, now: datetime) -> int:
 
 
 def _close(event_id: uuid.UUID | str, now: datetime) -> int:
-    """The sale is over: nobody waits for an offer any more."""
-    return WaitlistEntry.objects.filter(event_id=event_id, status=WaitlistStatus.WAITING).update(
+    """The sale is over and returns are closed: nobody waits for an offer
+    any more, and an offer still open after the sale ends with the returns
+    (LAPSED once settled)."""
+    closed = WaitlistEntry.objects.filter(event_id=event_id, status=WaitlistStatus.WAITING).update(
         status=WaitlistStatus.CLOSED, finished_at=now
     )
+    ended = list(
+        QueueEntry.objects.filter(
+            event_id=event_id, status=QueueStatus.ADMITTED, offer_tier__isnull=False
+        ).values_list("id", "customer_id")
+    )
+    if ended:
+        QueueEntry.objects.filter(
+            pk__in=[pk for pk, _ in ended], status=QueueStatus.ADMITTED
+        ).update(status=QueueStatus.EXPIRED, finished_at=now, end_reason=EndReason.SALE_ENDED)
+        send_expired(
+            event_id=event_id,
+            customer_ids=[str(c) for _, c in ended],
+            reason=EndReason.SALE_ENDED.value,
+        )
+    return closed
 
 
 def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
@@ -132,8 +149,10 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
     on_sale = is_on_sale(
         status=event.status, now=now, sale_start=event.sale_start, sale_end=event.sale_end
     )
-    if not on_sale and not returns_open_after_sale(event, now):
+    after_sale = not on_sale and returns_open_after_sale(event, now)
+    if not on_sale and not after_sale:
         report.closed = _close(event_id, now)
+        report.settled += _settle(event_id, now)
         return report
     if state.drawn_at is None:
         if now < draw_due_at(state):
@@ -141,17 +160,25 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
         report.drawn = _draw(event_id, now)
     if event.status == EventStatus.PAUSED:
         return report  # a paused sale admits nobody, from the line or the list
-    _offer(event_id, now, report)
+    _offer(event_id, now, report, resale_only=after_sale)
     return report
 
 
-def _offer(event_id: uuid.UUID | str, now: datetime, report: OfferReport) -> None:
+def _offer(
+    event_id: uuid.UUID | str, now: datetime, report: OfferReport, *, resale_only: bool
+) -> None:
+    """``resale_only``: the sale is over, returns are open: only tickets on
+    resale are offered (a ticket never sold stays unsold), and offers made
+    before the end that stand for more than those are withdrawn."""
     offers: list[tuple[uuid.UUID, uuid.UUID, datetime]] = []
     with transaction.atomic():
         event = event_row_lock(Event.objects.filter(pk=event_id), no_key=True)
         if event is None:
             return
-        free = free_tickets_by_tier(event_id=event_id)
+        if resale_only:
+            free = resale_tickets_by_tier(event_id=event_id)
+        else:
+            free = free_tickets_by_tier(event_id=event_id)
         admitted = QueueEntry.objects.filter(event_id=event_id, status=QueueStatus.ADMITTED)
         held_by_offers = dict(
             admitted.filter(offer_tier__isnull=False)
@@ -198,17 +225,20 @@ def _offer(event_id: uuid.UUID | str, now: datetime, report: OfferReport) -> Non
             send_on_commit(
                 waitlist_offered,
                 sender=WaitlistEntry,
+                entry_id=entry.pk,
                 event_id=event_id,
                 customer_id=entry.customer_id,
                 expires_at=expires_at,
             )
-    if offers:
-        # Redis' admitted set holds every admission, offers too (the
-        # reconciliation and the settled check compare it with Postgres).
+    if offers and not resale_only:
+        # Redis' admitted set holds every admission of a live line, offers
+        # too (the reconciliation and the settled check compare it with
+        # Postgres); a line that ended has no sets.
         queue_store().admitted_rescore(
             event_id=event_id,
             members=((str(c), int(until.timestamp() * 1000)) for _, c, until in offers),
         )
+    if offers:
         admitted_tell(event_id, offers)
         report.offered = [str(customer) for _, customer, _ in offers]
         logger.info("waiting list offers event=%s count=%s", event_id, len(offers))
@@ -302,7 +332,11 @@ def _withdraw_one(admission_id: uuid.UUID, now: datetime) -> bool:
         WaitlistEntry.objects.filter(
             queue_entry_id=admission_id, status=WaitlistStatus.OFFERED
         ).update(
-            status=WaitlistStatus.WAITING, offered_at=None, offer_tier_id=None, queue_entry=None
+            status=WaitlistStatus.WAITING,
+            offered_at=None,
+            offer_tier_id=None,
+            queue_entry=None,
+            emailed_at=None,  # the next offer is mailed again
         )
     return True
 

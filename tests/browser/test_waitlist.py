@@ -1,6 +1,7 @@
 """The waiting list on a phone, in headless Chromium: a sold-out event's
 page offers the list, shows the place, turns into "It is your turn" for the
-one ticket offered when one comes back, and the customer pays for it."""
+one ticket offered when one comes back, and the customer pays for it; after
+the sale, while returns are open, the same for a returned ticket."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from django.utils import timezone
 from selenium.webdriver.common.by import By
 
 from claims.domain import ReleaseReason
-from claims.models import Claim
-from claims.services import claim_create, claim_release
+from claims.models import Claim, IssuedTicket
+from claims.services import claim_confirm, claim_create, claim_release, ticket_return
 from events.models import Event
+from events.services import events_end_due
 from queueing.models import WaitlistState
+from queueing.services.waitlist_offers import waitlist_tick_event
 from tests.browser.conftest import sale, sign_in_directly
 from tests.support.browser import shot, text_of, wait_for, wait_panel
 from tests.support.factories import CustomerFactory
@@ -77,3 +80,41 @@ def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, sta
     claim = Claim.objects.get(customer=customer)
     assert (claim.status, claim.tier_id, claim.quantity) == ("CONFIRMED", regular.id, 1)
     shot(driver, "waitlist-3-paid")
+
+
+def test_after_the_sale_the_page_offers_the_list_and_a_returned_ticket(phone, stack):
+    """The sale has ended, returns are open: the page offers the waiting
+    list, and a ticket returned then is the customer's to claim."""
+    driver = phone
+    event = sale(tickets=1, returns_until=timezone.now() + timedelta(days=1))
+    regular = event.tiers.get(name="Regular")
+    (holder,) = admit_directly(event, [CustomerFactory()])
+    bought = claim_create(
+        event_id=event.id,
+        customer_id=holder.customer.id,
+        admission_token=holder.token,
+        tier_id=regular.id,
+        quantity=1,
+    )
+    claim_confirm(claim_id=bought.id)
+    Event.objects.filter(pk=event.pk).update(sale_end=timezone.now() - timedelta(seconds=1))
+    events_end_due()
+    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
+    WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
+
+    customer = CustomerFactory()
+    sign_in_directly(driver, stack.url, customer)
+    driver.get(f"{stack.url}/events/{event.id}/queue/")
+    wait_for(driver, lambda d: d.find_element(By.ID, "waitlist-join").is_displayed(), what="join")
+    driver.find_element(By.ID, "waitlist-join").click()
+    wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+
+    (ticket,) = IssuedTicket.objects.filter(claim=bought)
+    ticket_return(code=ticket.code, customer_id=holder.customer.id)
+    waitlist_tick_event(event_id=event.id)
+    driver.refresh()
+    wait_panel(driver, "admitted")
+    driver.find_element(By.ID, "claim-button").click()
+    wait_panel(driver, "claim")
+    claim = Claim.objects.get(customer=customer)
+    assert (claim.status, claim.tier_id) == ("CLAIMED", regular.id)

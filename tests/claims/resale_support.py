@@ -64,13 +64,19 @@ def buy(
                 tier_id=tier.id,
                 quantity=quantity,
             )
+    payment = pay_for(api, client, sandbox, on_commit, claim)
+    return Buyer(admitted, reload(claim), reload(payment))
+
+
+def pay_for(api, client, sandbox, on_commit, claim: Claim) -> Payment:
+    """Pay a claim at the sandbox and deliver the webhook."""
     with on_commit(execute=True):
         payment = pending_payment(api, claim)
     sandbox.pay(payment.reference, send_webhook=False)
     with on_commit(execute=True):
         response = post_webhook(client, *sandbox.webhook(payment.reference))
     assert response.status_code == 200, response.content
-    return Buyer(admitted, reload(claim), reload(payment))
+    return payment
 
 
 def admitted(event: Event, n: int = 1) -> list[Admitted]:

@@ -480,6 +480,18 @@ def test_customers_are_read_only_for_staff_and_hidden_from_organizers(superuser_
     assert org_a[0].get("/admin/core/customer/").status_code == 403
 
 
+def test_a_page_an_organizer_may_not_open_says_so_inside_the_console(org_a):
+    client_a, user, _ = org_a
+
+    refused = client_a.get("/admin/core/customer/")
+
+    assert refused.status_code == 403
+    page = refused.content.decode()
+    assert "You cannot open this page" in page
+    assert user.get_username() in page
+    assert 'href="/admin/">Back to the console</a>' in page
+
+
 def test_organizers_are_managed_by_superusers_only(superuser_client, org_a):
     client_a, user, organizer_a = org_a
     assert superuser_client.get("/admin/events/organizer/").status_code == 200

@@ -35,6 +35,7 @@ SKIP_LOCKED_SCANS = {
     "seats_set_blocked": "seats blocked or unblocked: free seats",
     "PICK_FREE_SQL": "a claim's free ticket rows",
     "_CLAIM_ADMITTED_SQL": "a claim's free ticket rows (the claim's one statement)",
+    "claim_insert_after_sale": "a claim after the sale: free ticket rows on resale",
     "_ADMIT_SQL": "the admission tick: the next waiting queue entries",
 }
 # Locks that are not ours to take elsewhere: named, with why.

@@ -16,7 +16,7 @@ from claims.models import IssuedTicket
 from claims.services import claim_confirm, claim_release
 from payments.services import payment_refund
 from storefront import services
-from storefront.tasks import confirmation_email_send, confirmation_emails_sweep
+from storefront.tasks import confirmation_email_send, emails_sweep
 from tests.support.payments import make_claim, pending_payment, post_webhook
 from tests.support.sales import on_sale, pay
 
@@ -41,9 +41,9 @@ def test_a_paid_webhook_sends_one_email_with_the_tickets_and_a_receipt(
     message = mail.outbox[0]
     codes = [
         ticket_code_display(c)
-        for c in IssuedTicket.objects.filter(claim=claim).order_by("seat").values_list(
-            "code", flat=True
-        )
+        for c in IssuedTicket.objects.filter(claim=claim)
+        .order_by("seat")
+        .values_list("code", flat=True)
     ]
     assert message.to == [claim.customer.email]
     assert message.subject == "Your tickets for Detty December"
@@ -54,15 +54,13 @@ def test_a_paid_webhook_sends_one_email_with_the_tickets_and_a_receipt(
     assert "Total paid: NGN 10,000.00" in text
     assert f"Payment reference: {payment.reference}" in text
     assert f"https://tickets.example.test/tickets/{codes[0].replace('-', '')}/" in text
-    (html, mimetype), = message.alternatives
+    ((html, mimetype),) = message.alternatives
     assert mimetype == "text/html"
     assert html.count('src="cid:qr-') == 2
     assert payment.reference in html
     images = [a for a in message.attachments if getattr(a, "get_content_type", None)]
     assert [i.get_content_type() for i in images] == ["image/png", "image/png"]
-    assert {i["Content-ID"] for i in images} == {
-        f"<qr-{c.replace('-', '')}>" for c in codes
-    }
+    assert {i["Content-ID"] for i in images} == {f"<qr-{c.replace('-', '')}>" for c in codes}
     assert IssuedTicket.objects.filter(claim=claim, emailed_at__isnull=False).count() == 2
 
 
@@ -122,7 +120,7 @@ def test_the_sweep_sends_confirmations_whose_enqueue_was_lost(eager_tasks):
     claim_confirm(claim_id=fresh.pk)  # on_commit never ran: nothing was enqueued
     IssuedTicket.objects.filter(claim=old).update(issued_at=timezone.now() - timedelta(minutes=5))
 
-    assert confirmation_emails_sweep() == 1
+    assert emails_sweep() == 1
 
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == [old.customer.email]
@@ -174,5 +172,5 @@ def test_a_staff_refund_sends_the_buyer_one_cancellation_email(
     assert cancelled.to == [claim.customer.email]
     assert "cancelled and refunded: NGN 5,000.00" in cancelled.body
     assert code in cancelled.body
-    (html, _), = cancelled.alternatives
+    ((html, _),) = cancelled.alternatives
     assert code in html

@@ -315,6 +315,10 @@ function onPush(message) {
   if (effect.eventStatus) {
     event.status = effect.eventStatus;
     setEventStatus(event.status, saleStateAt(event, Date.now()));
+    if (event.status === "ENDED" && state.phase === "admitted" && el("room").classList.contains("on-waitlist")) {
+      refresh();  // an offer from the waiting list may outlive the sale (returns open): ask
+      return;
+    }
     if (event.status === "ENDED" && (state.phase === "waiting" || state.phase === "admitted")) {
       render("ended");  // the sale is over: nothing more to ask
       return;

@@ -1,5 +1,6 @@
 /* The waiting list on the waiting-room page: shown once the event is sold
-   out (or when the customer is on its list). Join it (for one tier or any),
+   out, after the sale while returns are open (returned tickets still go to
+   the list), or when the customer is on its list. Join it (for one tier or any),
    see your place, leave it. When a ticket comes back for you, the offer is
    an admission: the page reloads and the usual "It is your turn" step
    takes over, set to the one ticket of the tier offered. Asks for its own
@@ -11,6 +12,8 @@ const POLL_MS = 15000;
 const cfg = pageConfig();
 const PATH = cfg.api + "events/" + cfg.event_id + "/waitlist/";
 const box = document.getElementById("waitlist");
+// Where a returned ticket goes: the list, not the line.
+const LIST_OPEN = cfg.status === "SOLD_OUT" || cfg.waitlist_after_sale;
 let timer = null;
 
 function show(part) {
@@ -47,10 +50,9 @@ function render(entry) {
     else if (entry && entry.status === "closed") setText("waitlist-note", "The sale ended before a ticket came back.");
     else setText("waitlist-note", "");
     if (entry && entry.status === "accepted") { box.hidden = true; return; }
-    if (cfg.status === "SOLD_OUT" || (entry && entry.status !== "closed")) {
-      // Sold out: the list is where a returned ticket goes, not the line.
+    if (LIST_OPEN || (entry && entry.status !== "closed")) {
       show("join");
-      onList(cfg.status === "SOLD_OUT");
+      onList(LIST_OPEN);
     } else box.hidden = true;
     return;
   }
@@ -78,7 +80,7 @@ function render(entry) {
 }
 
 async function load() {
-  if (!session.get()) { if (cfg.status === "SOLD_OUT") show("signin"); return; }
+  if (!session.get()) { if (LIST_OPEN) show("signin"); return; }
   const r = await api("GET", PATH);
   if (r.ok) render(r.data);
   else if (r.status === 404) render(null);
