@@ -18,6 +18,7 @@ import logging
 import uuid
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -67,7 +68,7 @@ class AuthStateStore(RedisStore):
         )
 
     @staticmethod
-    def fill_args(version: int, revoked: list[str]) -> list:
+    def fill_args(version: int, revoked: list[str]) -> list[Any]:
         """What ``load`` caches (``lua/auth_fill.lua``): a caller may cache
         the state in a script of its own round trip (the queue join)."""
         return [version, AUTH_STATE_TTL, *revoked]

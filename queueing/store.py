@@ -32,7 +32,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import redis
 
@@ -136,7 +136,7 @@ class QueueStore(RedisStore):
         event_id: object,
         customer_id: object,
         score: int,
-        cache: tuple[str, list] | None = None,
+        cache: tuple[str, list[Any]] | None = None,
     ) -> JoinAnswer:
         """Add to the waiting line, unless a tick already moved the customer to
         the admitted set (its Postgres row was committed before this add).

@@ -165,7 +165,7 @@ def _join(
         )
 
     entry_id, score = uuid.uuid4(), _now_us()
-    params = {
+    params: dict[str, Any] = {
         "id": entry_id,
         "event_id": event.id,
         "customer_id": customer_id,
@@ -210,7 +210,7 @@ def _added(
     customer_id: uuid.UUID | str,
     score: int,
     prequeue: bool,
-    cache: tuple[str, list] | None,
+    cache: tuple[str, list[Any]] | None,
 ) -> JoinResult:
     """The committed entry into the waiting set (and the sign-out state into
     its cache), and the place it has there."""
