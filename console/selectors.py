@@ -18,6 +18,7 @@ from django.utils import timezone
 from claims.domain import HOLDING_STATUSES, ClaimStatus, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket
 from claims.selectors import tier_ticket_counts
+from console.after_sale import AfterSale, TierPrice, after_sale
 from events.domain import LIVE_STATUSES, EventStatus
 from events.models import Event
 from payments.attention import attention_filters
@@ -197,6 +198,7 @@ class EventNumbers:
     last_tick: datetime | None
     tiers: list[TierNumbers] = field(default_factory=list)
     attention: dict[str, int] = field(default_factory=dict)
+    after_sale: AfterSale = field(default_factory=AfterSale)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -226,6 +228,7 @@ def event_numbers(event: Event, now: datetime | None = None) -> EventNumbers:
         last_tick=admission_last_tick(event_id=event.pk),
         tiers=tiers,
         attention=payments_attention([event.pk])[event.pk],
+        after_sale=after_sale(event.pk, [TierPrice(t.id, t.name, t.price) for t in tiers]),
     )
 
 

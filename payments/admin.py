@@ -32,6 +32,7 @@ from payments.services import (
     payment_mark_refunded,
     payment_refund_by_staff,
     payment_verify_now,
+    resale_refund_retry,
 )
 
 
@@ -121,7 +122,7 @@ class PaymentAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     inlines = [RefundInline, PaymentEventInline]
     actions = ["verify_with_gateway", "fail_and_release", "refund", "mark_refunded",
-               "keep_tickets"]  # fmt: skip
+               "keep_tickets", "retry_resale_refund"]  # fmt: skip
 
     organizer_paths = ("claim__event__organizer_id",)
     money = True
@@ -219,6 +220,10 @@ class PaymentAdmin(admin.ModelAdmin):
     @admin.action(description="Keep the tickets (close the dispute flag)", permissions=["change"])
     def keep_tickets(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_keep_tickets, "Tickets kept")
+
+    @admin.action(description="Retry the resale refund", permissions=["change"])
+    def retry_resale_refund(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
+        self._run(request, queryset, resale_refund_retry, "Resale refunds asked for again")
 
     @admin.action(description="Refund through the gateway…", permissions=["change"])
     def refund(self, request: HttpRequest, queryset: QuerySet[Payment]):

@@ -7,18 +7,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from claims.domain import ReturnStatus
+from claims.models import TicketReturn
 from fairqueue.money import money_format
 from payments.domain import (
     DISPUTE_NEEDS_STAFF,
     LIVE_STATUSES,
     DisputeState,
     PaymentStatus,
+    RefundStatus,
     mismatch_reason,
 )
-from payments.models import Payment
+from payments.models import Payment, Refund
 
 P = PaymentStatus
 
@@ -51,12 +54,25 @@ def attention_filters(now=None) -> dict[str, tuple[str, Q]]:
         "flagged": ("Flagged (amount/currency mismatch)", ~Q(flag_reason="")),
         "refund_required": ("Refund required", Q(status=P.REFUND_REQUIRED)),
         "refund_pending": ("Refund pending at the gateway", Q(status=P.REFUND_PENDING)),
-        "refund_failed": ("Refund failed", Q(status=P.REFUND_FAILED)),
+        "refund_failed": (
+            "Refund failed",
+            Q(status=P.REFUND_FAILED)
+            | Q(status=P.CONFIRMED, claim_id__in=resale_refunds_failed().values("claim_id")),
+        ),
         "disputed": (
             "Disputed or reversed at the customer's bank",
             Q(dispute__in=[d.value for d in DISPUTE_NEEDS_STAFF]),
         ),
     }
+
+
+def resale_refunds_failed() -> QuerySet[TicketReturn]:
+    """Resold returns whose refund failed and was not asked for again: the
+    return still names the failed refund (a retry opens another)."""
+    failed = Refund.objects.filter(for_resale=True, status=RefundStatus.FAILED)
+    return TicketReturn.objects.filter(
+        status=ReturnStatus.RESOLD, refund_id__in=failed.values("pk")
+    )
 
 
 def payment_attention(payment: Payment, now=None) -> list[Attention]:
@@ -159,9 +175,38 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
                 "means and 'Mark refunded'.",
             )
         )
+    if payment.status == P.CONFIRMED:
+        resale = _resale_refund_failed_attention(payment)
+        if resale is not None:
+            found.append(resale)
     if payment.dispute in DISPUTE_NEEDS_STAFF:
         found.append(_dispute_attention(payment))
     return found
+
+
+def _resale_refund_failed_attention(payment: Payment) -> Attention | None:
+    """Resold tickets of this purchase whose refund to the first buyer failed."""
+    failed = resale_refunds_failed().filter(claim_id=payment.claim_id)
+    owed = failed.aggregate(n=Count("pk"), total=Sum("refund_amount"))
+    if not owed["n"]:
+        return None
+    why = (
+        Refund.objects.filter(pk__in=failed.values("refund_id"))
+        .order_by("-created_at")
+        .values_list("failure_reason", flat=True)
+        .first()
+    )
+    amount = money_format(owed["total"], payment.paid_currency or payment.currency)
+    tickets = "a resold ticket" if owed["n"] == 1 else f"{owed['n']} resold tickets"
+    return Attention(
+        "refund_failed",
+        "Resale refund failed",
+        f"The refund of {tickets} ({amount}) to the buyer who returned them failed"
+        f"{': ' + why if why else ''}. Their ticket was sold again; they have not got "
+        "the money back. The payment and the purchase's other tickets are unaffected.",
+        "'Retry the resale refund' asks the gateway again. Never 'Refund through the "
+        "gateway' for it: that refunds the whole purchase.",
+    )
 
 
 def _paid_wrongly(payment: Payment) -> bool:

@@ -141,20 +141,32 @@ class QueueStore(RedisStore):
         return bool(self.r.ping())
 
     @best_effort(None)
-    def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
+    def join(
+        self,
+        *,
+        event_id: object,
+        customer_id: object,
+        score: int,
+        cache: tuple[str, list[Any]] | None = None,
+    ) -> JoinAnswer:
         """Add to the waiting line, unless a tick already moved the customer to
-        the admitted set (its Postgres row was committed before this add)."""
-        rank, rate, served, line, epoch = self.scripts["join"](
-            keys=[
-                self.waiting_key(event_id),
-                self.rate_key(event_id),
-                self.served_key(event_id),
-                self.admitted_key(event_id),
-                self.line_key(event_id),
-                self.shuffled_key(event_id),
-            ],
-            args=[score, str(customer_id)],
-        )
+        the admitted set (its Postgres row was committed before this add).
+        ``cache``: a hash key and the arguments of customers/lua/auth_fill.lua
+        (the customer's sign-out state, as the join's INSERT read it), cached
+        in the same round trip; not on a cluster (another node holds it)."""
+        keys = [
+            self.waiting_key(event_id),
+            self.rate_key(event_id),
+            self.served_key(event_id),
+            self.admitted_key(event_id),
+            self.line_key(event_id),
+            self.shuffled_key(event_id),
+        ]
+        args = [score, str(customer_id)]
+        if cache is not None and not isinstance(self.r, redis.RedisCluster):
+            keys.append(cache[0])
+            args += cache[1]
+        rank, rate, served, line, epoch = self.scripts["join"](keys=keys, args=args)
         rank = int(rank)
         return JoinAnswer(
             rank=rank if rank >= 0 else None,

@@ -17,10 +17,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from customers.authentication import IsCustomer, bearer_token, customer_of
+from customers.authentication import (
+    IsCustomer,
+    bearer_token,
+    customer_of,
+    customer_token_verified,
+)
+from customers.revocation import customer_signed_in
 from customers.throttling import read_bucket_settle
-from customers.tokens import customer_token_verify
-from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
+from fairqueue.challenge import (
+    CHALLENGE_HEADER_PARAMETER,
+    ChallengeAction,
+    challenge_enabled,
+    challenge_verify,
+)
 from fairqueue.errors import AppError, ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
@@ -30,9 +40,13 @@ from queueing.serializers import (
     joined_body,
     position_body,
 )
-from queueing.services import queue_abandon, queue_join, ws_ticket_issue
+from queueing.services import (
+    queue_abandon,
+    queue_join_signed_in,
+    queue_position_signed_in,
+    ws_ticket_issue,
+)
 from queueing.services.draw import draw_shard_answer
-from queueing.services.join import queue_position_signed_in
 from queueing.services.line_state import line_state_answer
 from queueing.wsgi import CACHE_CONTROL, DRAW_CACHE_CONTROL, DRAW_SHARD
 
@@ -53,6 +67,17 @@ class HotPathView(APIView):
 
 
 class QueueView(HotPathView):
+    def perform_authentication(self, request: Request) -> None:
+        """A join's token: its signature here, its sign-out state in the
+        join's own INSERT (``queue_join_signed_in``: no Redis read). Leaving,
+        and a request without a token: the usual path."""
+        token = bearer_token(request) if request.method == "POST" else None
+        if token is None:
+            super().perform_authentication(request)
+            return
+        request.auth = token
+        request.user = customer_token_verified(request, token)  # type: ignore[assignment]  # a customer, as the token class gives
+
     @extend_schema(
         operation_id="queue_join",
         summary="Join the waiting room of an event",
@@ -71,10 +96,12 @@ class QueueView(HotPathView):
         },
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
+        principal = customer_of(request)
+        if challenge_enabled():  # a signed-out token is refused before the verifier is asked
+            customer_signed_in(principal)
         challenge_verify(request, action=ChallengeAction.QUEUE_JOIN)
-        customer_id = customer_of(request).id
-        result = queue_join(event_id=event_id, customer_id=customer_id)
-        return _json(joined_body(result, event_id=event_id, customer_id=customer_id), status=201)
+        result = queue_join_signed_in(event_id=event_id, principal=principal)
+        return _json(joined_body(result, event_id=event_id, customer_id=principal.id), status=201)
 
     @extend_schema(
         operation_id="queue_leave",
@@ -100,7 +127,7 @@ class QueuePositionView(HotPathView):
         token = bearer_token(request)
         if token is None:
             return
-        principal = customer_token_verify(token)
+        principal = customer_token_verified(request, token)
         read = queue_position_signed_in(event_id=self.kwargs["event_id"], principal=principal)
         request.auth = token
         request.user = principal  # type: ignore[assignment]  # a customer, as the token class gives

@@ -5,6 +5,8 @@ a refresh, in a new tab or on another device."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import reverse
@@ -33,6 +35,9 @@ from storefront.selectors import (
     payment_latest_for_claim,
 )
 from storefront.wording import CLAIM_TEXT, RELEASE_TEXT, TICKET_TEXT, payment_words, words
+
+# The statuses whose return (and resale refund) the customer sees.
+RESALE_SHOWN = ("on_resale", "resold")
 
 
 def _queue(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> dict[str, Any] | None:
@@ -83,84 +88,118 @@ def _payment(claim: Claim) -> dict[str, Any] | None:
 
 
 def ticket_body(ticket: IssuedTicket, *, with_event: bool = False) -> dict[str, Any]:
-    status = ticket_public_status(ticket.status, ticket.void_reason)
-    body: dict[str, Any] = {
-        "ticket_id": str(ticket.pk),
-        "code": ticket_code_display(ticket.code),
-        "status": status,
-        "status_text": words(TICKET_TEXT, status),
-        "event_id": str(ticket.event_id),
-        "tier_name": ticket.tier.name,
-        "seat": ticket.seat,
-        "seat_label": ticket.seat_label,
-        "holder_email": ticket.holder_email,
-        "issued_at": ticket.issued_at.isoformat(),
-        "checked_in_at": ticket.checked_in_at.isoformat() if ticket.checked_in_at else None,
-        "url": reverse("ticket-page", args=[ticket.code]),
-    }
-    body.update(_moves(ticket, status))
-    if with_event:
+    return ticket_bodies([ticket], with_event=with_event)[0]
+
+
+def ticket_bodies(
+    tickets: Iterable[IssuedTicket], *, with_event: bool = False
+) -> list[dict[str, Any]]:
+    """Each ticket as the customer reads it, in a fixed number of queries
+    however many there are (their event, tier and claim selected with them)."""
+    tickets = list(tickets)
+    statuses = [ticket_public_status(t.status, t.void_reason) for t in tickets]
+    moves = _Moves.of(tickets, statuses)
+    bodies = []
+    for ticket, status in zip(tickets, statuses, strict=True):
+        body: dict[str, Any] = {
+            "ticket_id": str(ticket.pk),
+            "code": ticket_code_display(ticket.code),
+            "status": status,
+            "status_text": words(TICKET_TEXT, status),
+            "event_id": str(ticket.event_id),
+            "tier_name": ticket.tier.name,
+            "seat": ticket.seat,
+            "seat_label": ticket.seat_label,
+            "holder_email": ticket.holder_email,
+            "issued_at": ticket.issued_at.isoformat(),
+            "checked_in_at": ticket.checked_in_at.isoformat() if ticket.checked_in_at else None,
+            "url": reverse("ticket-page", args=[ticket.code]),
+        }
+        body.update(moves.of_ticket(ticket, status))
+        if with_event:
+            event = ticket.event
+            body["event_name"] = event.name
+            body["venue"] = event.venue
+            body["starts_at"] = event.starts_at.isoformat() if event.starts_at else None
+        bodies.append(body)
+    return bodies
+
+
+@dataclass(frozen=True)
+class _Moves:
+    """The returns, resale refunds and pending transfers of some tickets,
+    read in one query each."""
+
+    returns: dict[uuid.UUID, TicketReturn]  # the latest not withdrawn, per ticket
+    refunds: dict[uuid.UUID, Refund]
+    pending: dict[uuid.UUID, TicketTransfer]  # per ticket
+
+    @classmethod
+    def of(cls, tickets: list[IssuedTicket], statuses: list[str]) -> _Moves:
+        on_resale = [t.pk for t, s in zip(tickets, statuses, strict=True) if s in RESALE_SHOWN]
+        valid = [t.pk for t, s in zip(tickets, statuses, strict=True) if s == "valid"]
+        returns = {}
+        if on_resale:
+            latest = (
+                TicketReturn.objects.filter(ticket_id__in=on_resale)
+                .exclude(status=ReturnStatus.WITHDRAWN)
+                .order_by("ticket_id", "-created_at")
+                .distinct("ticket_id")
+            )
+            returns = {ret.ticket_id: ret for ret in latest}
+        refund_ids = [
+            r.refund_id for r in returns.values() if r.status == ReturnStatus.RESOLD and r.refund_id
+        ]
+        pending = TicketTransfer.objects.filter(ticket_id__in=valid, status=TransferStatus.PENDING)
+        return cls(
+            returns=returns,
+            refunds=Refund.objects.in_bulk(refund_ids) if refund_ids else {},
+            pending={t.ticket_id: t for t in pending} if valid else {},
+        )
+
+    def of_ticket(self, ticket: IssuedTicket, status: str) -> dict[str, Any]:
+        """Its return (and, once resold, the refund it brought), the transfer
+        pending on it, and what the holder may do with it now."""
+        ret = self.returns.get(ticket.pk) if status in RESALE_SHOWN else None
+        resale = None
+        if ret is not None:
+            resale = {
+                "return_id": str(ret.pk),
+                "status": ret.status.lower(),
+                "refund_amount": ret.refund_amount,
+                "fee": ret.fee,
+                "currency": ret.currency,
+            }
+        refund = None
+        if ret is not None and ret.status == ReturnStatus.RESOLD:
+            row = self.refunds.get(ret.refund_id) if ret.refund_id else None
+            refund = {
+                "amount": ret.refund_amount,
+                "currency": ret.currency,
+                # due: opened within moments of the resale; then the gateway's progress.
+                "status": row.status.lower() if row else "due",
+                "settled_at": row.settled_at.isoformat() if row and row.settled_at else None,
+            }
+        pending = self.pending.get(ticket.pk) if status == "valid" else None
         event = ticket.event
-        body["event_name"] = event.name
-        body["venue"] = event.venue
-        body["starts_at"] = event.starts_at.isoformat() if event.starts_at else None
-    return body
-
-
-def _moves(ticket: IssuedTicket, status: str) -> dict[str, Any]:
-    """Its return (and, once resold, the refund it brought), the transfer
-    pending on it, and what the holder may do with it now."""
-    ret = (
-        TicketReturn.objects.filter(ticket_id=ticket.pk)
-        .exclude(status=ReturnStatus.WITHDRAWN)
-        .order_by("-created_at")
-        .first()
-        if status in ("on_resale", "resold")
-        else None
-    )
-    resale = None
-    if ret is not None:
-        resale = {
-            "return_id": str(ret.pk),
-            "status": ret.status.lower(),
-            "refund_amount": ret.refund_amount,
-            "fee": ret.fee,
-            "currency": ret.currency,
+        now = timezone.now()
+        return {
+            "resale": resale,
+            "refund": refund,
+            "transfer": (
+                {"transfer_id": str(pending.pk), "to_email": pending.to_email} if pending else None
+            ),
+            "can_return": status == "valid"
+            and pending is None
+            and ticket.claim.source == ClaimSource.SALE
+            and event.returns_until is not None
+            and event.returns_until > now,
+            "can_transfer": status == "valid"
+            and pending is None
+            and transfers_left(
+                allowed=event.transfers_allowed, limit=event.transfer_limit, done=ticket.transfers
+            ),
         }
-    refund = None
-    if ret is not None and ret.status == ReturnStatus.RESOLD:
-        row = Refund.objects.filter(pk=ret.refund_id).first() if ret.refund_id else None
-        refund = {
-            "amount": ret.refund_amount,
-            "currency": ret.currency,
-            # due: opened within moments of the resale; then the gateway's progress.
-            "status": row.status.lower() if row else "due",
-            "settled_at": row.settled_at.isoformat() if row and row.settled_at else None,
-        }
-    pending = (
-        TicketTransfer.objects.filter(ticket_id=ticket.pk, status=TransferStatus.PENDING).first()
-        if status == "valid"
-        else None
-    )
-    event = ticket.event
-    now = timezone.now()
-    return {
-        "resale": resale,
-        "refund": refund,
-        "transfer": (
-            {"transfer_id": str(pending.pk), "to_email": pending.to_email} if pending else None
-        ),
-        "can_return": status == "valid"
-        and pending is None
-        and ticket.claim.source == ClaimSource.SALE
-        and event.returns_until is not None
-        and event.returns_until > now,
-        "can_transfer": status == "valid"
-        and pending is None
-        and transfers_left(
-            allowed=event.transfers_allowed, limit=event.transfer_limit, done=ticket.transfers
-        ),
-    }
 
 
 def transfers_for_customer(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
@@ -198,7 +237,7 @@ def customer_event_state(
         "payment": _payment(claim) if claim else None,
         # Every ticket ever issued to them for the event: a cancelled one
         # stays listed (as cancelled) so a refunded buyer sees what happened.
-        "tickets": [ticket_body(t) for t in tickets],
+        "tickets": ticket_bodies(tickets),
     }
 
 
@@ -220,7 +259,4 @@ def customer_holds(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
 
 def customer_tickets(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:
     """Every ticket ever issued to them, newest first."""
-    return [
-        ticket_body(t, with_event=True)
-        for t in issued_tickets_for_customer(customer_id=customer_id)
-    ]
+    return ticket_bodies(issued_tickets_for_customer(customer_id=customer_id), with_event=True)

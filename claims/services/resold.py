@@ -151,19 +151,45 @@ def ticket_return_refund_opened(*, return_id: uuid.UUID | str, refund_id: uuid.U
     """The payments app opened the refund of a RESOLD return (inside its
     transaction, under the payment's row lock). False when it already had
     one: the caller rolls its own back."""
+    return _return_refund_moved(
+        return_id, named=None, to=refund_id, kind="refund_requested", actor="system"
+    )
+
+
+def ticket_return_refund_retry(
+    *, return_id: uuid.UUID | str, failed_refund_id: uuid.UUID, actor: str
+) -> bool:
+    """Staff ask again for a RESOLD return's refund that failed: the return
+    no longer names it, so the payments app opens another (the failed one
+    stays in the payments' records and in the ticket's log). False when it
+    names another refund already."""
+    return _return_refund_moved(
+        return_id, named=failed_refund_id, to=None, kind="refund_retried", actor=actor
+    )
+
+
+def _return_refund_moved(
+    return_id: uuid.UUID | str,
+    *,
+    named: uuid.UUID | None,
+    to: uuid.UUID | None,
+    kind: str,
+    actor: str,
+) -> bool:
+    """The RESOLD return names refund ``to`` instead of ``named`` (None: no
+    refund), written in its ticket's log; False when it is not RESOLD or
+    named another."""
     ret = TicketReturn.objects.filter(pk=return_id).first()
     if ret is None or not TicketReturn.objects.filter(
-        pk=return_id, status=R.RESOLD, refund_id__isnull=True
-    ).update(refund_id=refund_id):
+        pk=return_id, status=R.RESOLD, refund_id=named
+    ).update(refund_id=to):
         return False
+    data = {"return_id": str(return_id)}
+    if to is not None:
+        data["refund_id"] = str(to)
+    if named is not None:
+        data["failed_refund_id"] = str(named)
     ticket_log(
-        ticket_id=ret.ticket_id,
-        kind="refund_requested",
-        actor="system",
-        data={
-            "return_id": str(return_id),
-            "refund_id": str(refund_id),
-            "amount": ret.refund_amount,
-        },
+        ticket_id=ret.ticket_id, kind=kind, actor=actor, data={**data, "amount": ret.refund_amount}
     )
     return True

@@ -1,7 +1,8 @@
 """The live dashboard of one event (admin/events/event/<id>/dashboard/): who
 waits, who is admitted, how fast admission and sales go and when the tickets
 will run out at that pace, sold and revenue per tier, and the payments staff
-must look at; charts of the sale so far (tickets sold with the sell-out
+must look at; returns, resale refunds, the waiting list and its offers;
+charts of the sale so far (tickets sold with the sell-out
 projection, the waiting line, admissions per minute). The page reloads its
 numbers and charts every few seconds from the JSON view beside it."""
 
@@ -16,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
+from console.after_sale import AfterSale, TierAfterSale
 from console.selectors import (
     EventNumbers,
     SaleSeries,
@@ -124,6 +126,44 @@ def numbers_json(numbers: EventNumbers) -> dict[str, Any]:
             figures[f"tier_{tier.id}_{name}"] = value
     figures["total_claimed"] = f"{totals['claimed']:,}"
     figures["total_free"] = f"{totals['free']:,}"
+    figures.update(after_sale_json(numbers.after_sale, currency))
+    return figures
+
+
+# The after-sale figures of each tier row (and of the totals' row); the
+# waiting list's "any tier" row has no returns.
+RETURN_COLUMNS = ("on_resale", "resold", "withdrawn")
+AFTER_SALE_COLUMNS = (*RETURN_COLUMNS, "waiting", "waiting_revenue")
+
+
+def after_sale_key(tier: TierAfterSale, column: str) -> str:
+    if tier.id is None and column in RETURN_COLUMNS:
+        return ""
+    return f"after_{tier.id or 'any'}_{column}"
+
+
+def after_sale_json(after: AfterSale, currency: str) -> dict[str, str]:
+    """Returns, resale refunds, the waiting list and its offers, as shown:
+    ``after_<tier id or "any">_<column>`` per tier, ``after_<column>`` in total."""
+
+    def shown(name: str, value: int) -> str:
+        return money_format(value, currency) if name == "waiting_revenue" else f"{value:,}"
+
+    figures = {"offers_open": f"{after.offers_open:,}"}
+    for name, value in (
+        ("refunds_paid", after.refunds_paid),
+        ("refunds_pending", after.refunds_pending),
+        ("refunds_failed", after.refunds_failed),
+    ):
+        figures[name] = money_format(value.amount, currency)
+        figures[f"{name}_count"] = f"{value.count:,}"
+    figures["offers_taken"] = f"{after.offers_taken:,}"
+    figures["offers_lapsed"] = f"{after.offers_lapsed:,}"
+    for name in AFTER_SALE_COLUMNS:
+        figures[f"after_{name}"] = shown(name, after.total(name))
+        for tier in after.tiers:
+            if key := after_sale_key(tier, name):
+                figures[key] = shown(name, getattr(tier, name))
     return figures
 
 
@@ -157,6 +197,16 @@ def dashboard_view(
                 "url": payments_url(reason) if payments_open else "",
             }
             for reason, label in attention_reasons().items()
+        ],
+        "after_sale": [
+            {
+                "name": t.name,
+                "cells": [
+                    {"key": key, "value": figures.get(key, "—")}
+                    for key in (after_sale_key(t, k) for k in AFTER_SALE_COLUMNS)
+                ],
+            }
+            for t in numbers.after_sale.tiers
         ],
         "attention_any": any(numbers.attention.values()),
         "refresh_seconds": REFRESH_SECONDS,

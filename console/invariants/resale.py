@@ -1,20 +1,24 @@
 """Tickets that changed hands, from Postgres (invariant 8): one live holder
 per ticket, the seat carried to the new holder, a return's refund only
-after its resale was paid, and no void or on-resale code ever let in."""
+after its resale was paid, paid or flagged for staff, and no void or
+on-resale code ever let in."""
 
 from __future__ import annotations
 
 from claims.domain import ClaimStatus, IssuedTicketStatus, ReturnStatus, TransferStatus
-from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
-from console.invariants.base import Found, Options, check, plural, value
+from claims.models import Claim, IssuedTicket, TicketEvent, TicketReturn, TicketTransfer
+from console.invariants.base import Found, Options, When, check, plural, value
 from events.models import Event
-from payments.models import Refund
+from payments.attention import attention_filters, resale_refunds_failed
+from payments.domain import PaymentStatus, RefundStatus
+from payments.models import Payment, Refund
 
 ISSUED = IssuedTicket._meta.db_table
 RETURN = TicketReturn._meta.db_table
 TRANSFER = TicketTransfer._meta.db_table
 CLAIM = Claim._meta.db_table
 REFUND = Refund._meta.db_table
+TICKET_LOG = TicketEvent._meta.db_table
 VOID = IssuedTicketStatus.VOID.value
 
 
@@ -71,7 +75,9 @@ def seats_carried(event: Event, options: Options) -> Found:
 @check(invariant=8)
 def refund_after_resale(event: Event, options: Options) -> Found:
     """A return's refund exists only once its resale was paid (RESOLD, the
-    buyer's claim confirmed), and every resale refund belongs to one."""
+    buyer's claim confirmed), and every resale refund belongs to one (its
+    ticket's log names it: a refund that failed and was asked for again
+    stays that return's)."""
     early = value(
         f"SELECT COUNT(*) FROM {RETURN} r LEFT JOIN {CLAIM} b ON b.id = r.resale_claim_id "  # noqa: S608
         "WHERE r.event_id = %s AND r.refund_id IS NOT NULL "
@@ -81,7 +87,10 @@ def refund_after_resale(event: Event, options: Options) -> Found:
     orphan = value(
         f"SELECT COUNT(*) FROM {REFUND} f JOIN payments_payment p ON p.id = f.payment_id "  # noqa: S608
         f"JOIN {CLAIM} c ON c.id = p.claim_id WHERE c.event_id = %s AND f.for_resale "
-        f"AND NOT EXISTS (SELECT 1 FROM {RETURN} r WHERE r.refund_id = f.id AND r.status = %s)",
+        f"AND NOT EXISTS (SELECT 1 FROM {RETURN} r "
+        f"JOIN {TICKET_LOG} e ON e.ticket_id = r.ticket_id "
+        "WHERE r.claim_id = c.id AND r.status = %s AND e.kind = 'refund_requested' "
+        "AND e.data->>'refund_id' = f.id::text)",
         [event.pk, ReturnStatus.RESOLD.value],
     )
     problems = []
@@ -91,6 +100,42 @@ def refund_after_resale(event: Event, options: Options) -> Found:
         problems.append(f"{plural(orphan, 'resale refund')} of no resold return")
     resold = TicketReturn.objects.filter(event_id=event.pk, status=ReturnStatus.RESOLD).count()
     return Found(problems, f"{plural(resold, 'resold return')}, refunds only after a paid resale")
+
+
+@check(invariant=8)
+def resale_refunds_flagged(event: Event, options: Options) -> Found:
+    """A resold return's refund that failed is listed for staff (the
+    payments' "Refund failed" filter) while its purchase is paid for."""
+    failed = resale_refunds_failed().filter(
+        event_id=event.pk,
+        claim_id__in=Payment.objects.filter(status=PaymentStatus.CONFIRMED).values("claim_id"),
+    )
+    flagged = Payment.objects.filter(attention_filters()["refund_failed"][1]).values("claim_id")
+    unseen = failed.exclude(claim_id__in=flagged).count()
+    problems = [f"{plural(unseen, 'failed resale refund')} not flagged for staff"] if unseen else []
+    return Found(problems, f"{plural(failed.count(), 'failed resale refund')} flagged for staff")
+
+
+@check(invariant=8, when=When.SETTLED)
+def resale_refunds_settled(event: Event, options: Options) -> Found:
+    """Once beat has caught up, every resold return's refund was opened and
+    the gateway took it: pending there, paid, or failed (and flagged, above)."""
+    owed = TicketReturn.objects.filter(
+        event_id=event.pk, status=ReturnStatus.RESOLD, refund_amount__gt=0
+    )
+    unsent = owed.filter(refund_id__isnull=True).count()
+    unanswered = owed.filter(
+        refund_id__in=Refund.objects.filter(status=RefundStatus.REQUESTED).values("pk")
+    ).count()
+    paid = owed.filter(
+        refund_id__in=Refund.objects.filter(status=RefundStatus.PROCESSED).values("pk")
+    ).count()
+    problems = []
+    if unsent:
+        problems.append(f"{plural(unsent, 'resold return')} whose refund was never sent")
+    if unanswered:
+        problems.append(f"{plural(unanswered, 'resale refund')} the gateway has not taken")
+    return Found(problems, f"{plural(paid, 'resale refund')} paid")
 
 
 @check(invariant=8)

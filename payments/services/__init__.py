@@ -7,7 +7,8 @@
   (charges, refunds, disputes).
 - ``payment_check_on_return``: the customer is back from checkout: verify now.
 - ``payment_refund`` / ``payment_refund_auto``: money back through the
-  gateway's Refund API; ``resale_refund_open``: a resold ticket's share.
+  gateway's Refund API; ``resale_refund_open``: a resold ticket's share
+  (``resale_refund_retry``: staff ask again for one that failed).
 - ``payments_reconcile`` / ``payment_reconcile``: finish what a crash or a
   lost webhook left behind, refunds included.
 - ``paying_claims_expire``: expired claims with a payment in flight, released
@@ -27,7 +28,7 @@ from payments.services.reconcile import (
 )
 from payments.services.refund_checks import refund_reconcile, refunds_due, refunds_reconcile
 from payments.services.refunds import payment_refund, payment_refund_auto, refundable_amount
-from payments.services.resale_refunds import resale_refund_open
+from payments.services.resale_refunds import resale_refund_open, resale_refund_retry
 from payments.services.returns import payment_check_on_return
 from payments.services.staff import (
     payment_fail_and_release,
@@ -64,4 +65,5 @@ __all__ = [
     "refunds_due",
     "refunds_reconcile",
     "resale_refund_open",
+    "resale_refund_retry",
 ]

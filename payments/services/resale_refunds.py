@@ -13,11 +13,13 @@ from django.db import transaction
 
 from claims.domain import ReturnStatus
 from claims.models import TicketReturn
-from claims.services.resold import ticket_return_refund_opened
+from claims.services.resold import ticket_return_refund_opened, ticket_return_refund_retry
 from fairqueue.errors import InvalidInput, InvalidTransition
-from payments.domain import OPEN_REFUND_STATUSES, PaymentStatus
+from payments.attention import resale_refunds_failed
+from payments.domain import OPEN_REFUND_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, Refund
 from payments.services.outcomes import payment_lock
+from payments.services.records import payment_log
 from payments.services.refunds import refund_open_locked, refund_send
 
 logger = logging.getLogger(__name__)
@@ -73,3 +75,32 @@ def resale_refunds_due(*, limit: int) -> list[uuid.UUID]:
         .order_by("resold_at")
         .values_list("id", flat=True)[:limit]
     )
+
+
+def resale_refund_retry(*, payment_id: uuid.UUID, actor: str) -> list[str]:
+    """Staff ask the gateway again for this payment's resale refunds that
+    failed (``refund_failed`` in the needs-attention list): each return gets
+    a new refund, opened and sent as after the resale; one beyond the first
+    waits for it to settle, and reconciliation opens it then. Returns what
+    happened to each. Raises InvalidTransition when none failed."""
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment_id)
+        failed = [
+            (return_id, refund_id)
+            for return_id, refund_id in resale_refunds_failed()
+            .filter(claim_id=payment.claim_id)
+            .order_by("resold_at")
+            .values_list("pk", "refund_id")
+            if refund_id is not None
+        ]
+        if payment.status != PaymentStatus.CONFIRMED or not failed:
+            raise InvalidTransition("This payment has no failed resale refund to retry.")
+        payment_log(
+            payment=payment,
+            kind=EventKind.STAFF_ACTION,
+            actor=actor,
+            data={"action": "retry_resale_refund", "returns": [str(pk) for pk, _ in failed]},
+        )
+        for return_id, refund_id in failed:
+            ticket_return_refund_retry(return_id=return_id, failed_refund_id=refund_id, actor=actor)
+    return [resale_refund_open(return_id=return_id) for return_id, _ in failed]

@@ -1,6 +1,7 @@
 """The organizer's console in headless Chromium: the live dashboard (its
 charts drawn and redrawn as the sale goes on, only the lines with data, no
-link the organizer may not follow) and an order a person can read; and the
+link the organizer may not follow; after the sell-out, returns, resale refunds
+and the waiting list) and an order a person can read; and the
 door checking a ticket in through the phone's camera (a fake camera showing
 the ticket's QR code) with its running count; staff warned before refunding
 a ticket that came in. Screenshots: docs/img/."""
@@ -21,9 +22,11 @@ from selenium.webdriver.support.ui import Select
 from claims.domain import ticket_code_display
 from claims.models import Claim, IssuedTicket
 from claims.services import issued_ticket_check_in, issued_tickets_issue
+from inventory.models import Ticket
 from payments.models import Payment
 from queueing.models import QueueEntry
 from tests.browser.conftest import sale
+from tests.support.after_sale import on_waitlist, returned
 from tests.support.browser import chromium, csp_violations, shot, text_of, wait_for
 from tests.support.factories import CustomerFactory, UserFactory
 from tests.support.sales import hold_tickets, organizer_login, pay
@@ -73,6 +76,31 @@ def a_sale_twenty_minutes_in(organizer):
     return event
 
 
+def figure(driver, key: str) -> str:
+    return driver.find_element(By.CSS_SELECTOR, f'[data-key="{key}"]').text
+
+
+def after_the_sell_out(event) -> None:
+    """Every ticket sold; of Regular, two on resale, one withdrawn, two
+    resold (refunded), one resold with its refund pending; of VIP, one
+    resold whose refund failed. 25 on the waiting list, offers made."""
+    regular, vip = event.tiers.get(name="Regular"), event.tiers.get(name="VIP")
+    for status, refund in (("ON_RESALE", ""), ("ON_RESALE", ""), ("WITHDRAWN", ""),
+                           ("RESOLD", "PROCESSED"), ("RESOLD", "PROCESSED"),
+                           ("RESOLD", "PENDING")):  # fmt: skip
+        returned(regular, status, refund=refund, fee=50_000)
+    returned(vip, "RESOLD", refund="FAILED")
+    for tier in (regular, vip):
+        free = Ticket.objects.filter(tier=tier, claim__isnull=True).count()
+        hold_tickets(tier, free, status="CONFIRMED")
+    on_waitlist(event, regular, n=12)
+    on_waitlist(event, vip, n=6)
+    on_waitlist(event, None, n=7)
+    on_waitlist(event, regular, "offered", n=2)
+    on_waitlist(event, regular, "accepted", n=3)
+    on_waitlist(event, vip, "lapsed")
+
+
 def test_the_live_dashboard_draws_the_sale_and_an_order_reads_like_one(desktop, live_server):
     driver = desktop
     client, _, organizer = organizer_login()
@@ -113,6 +141,25 @@ def test_the_live_dashboard_draws_the_sale_and_an_order_reads_like_one(desktop, 
         15,
         "the chart redrawn with the new sale",
     )
+
+    # After the sell-out: tickets came back for resale, the waiting list waits.
+    after_the_sell_out(event)
+    driver.get(f"{live_server.url}/admin/events/event/{event.id}/dashboard/")
+    wait_for(
+        driver,
+        lambda d: figure(d, "after_waiting") == "25",
+        what="the waiting list's length",
+    )
+    assert figure(driver, "eta") == "sold out"
+    assert figure(driver, "after_on_resale") == "2"
+    assert figure(driver, "refunds_paid") == "NGN 9,000.00"
+    assert figure(driver, "refunds_failed_count") == "1"
+    assert figure(driver, "after_any_waiting_revenue") == "NGN 35,000.00"
+    attention = [li.text for li in driver.find_elements(By.CSS_SELECTOR, ".fq-attention li")
+                 if li.is_displayed()]  # fmt: skip
+    assert attention == ["1 Stuck (INITIALIZING/PENDING past the stale threshold)",
+                         "1 Refund failed"]  # fmt: skip
+    shot(driver, "console-dashboard-after-sale")
 
     # The order: titled for a person, with its tickets' printed codes.
     tickets = issued_tickets_issue(claim_id=claim.pk)

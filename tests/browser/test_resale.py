@@ -82,6 +82,15 @@ def test_return_resold_refunded_and_a_transfer(phone, stack, client):
     )
     assert "Resold" in ticket_item(driver, returned.code).text
     shot(driver, "resale-2-resold-refunded")
+    # Had the card refused it, the page says the refund is late, not on its way.
+    Refund.objects.filter(for_resale=True).update(status="FAILED")
+    driver.refresh()
+    wait_for(
+        driver,
+        lambda d: "delayed, your card did not take it" in ticket_item(d, returned.code).text,
+        what="a refund the card refused",
+    )
+    Refund.objects.filter(for_resale=True).update(status="PROCESSED")
 
     friend = CustomerFactory(email="friend@example.test")
     click(ticket_item(driver, kept.code), "Send to someone")

@@ -56,12 +56,12 @@ def test_a_clean_sale_prints_every_check_passing(paid_sale):
         "  check                         inv  status  detail",
     ]
     rows = lines[7:-2]
-    assert len(rows) == 23
+    assert len(rows) == 25
     assert all(row.split()[2] == "PASS" for row in rows)
     assert rows[0] == (
         "  tickets_within_inventory        1  PASS    held/inventory: Regular 2/3, VIP 1/1"
     )
-    assert lines[-1] == "24 checks, 0 failed"
+    assert lines[-1] == "26 checks, 0 failed"
 
 
 def test_a_violation_is_a_fail_row_and_exit_status_1(paid_sale):
@@ -78,7 +78,7 @@ def test_a_violation_is_a_fail_row_and_exit_status_1(paid_sale):
         "  paid_means_confirmed            5  FAIL    "
         "1 confirmed payment whose claim is not CONFIRMED"
     )
-    assert out.getvalue().splitlines()[-1] == "18 checks, 1 failed"
+    assert out.getvalue().splitlines()[-1] == "19 checks, 1 failed"
 
 
 def test_json_output_for_machines(paid_sale):
@@ -96,7 +96,7 @@ def test_json_output_for_machines(paid_sale):
     [event] = report["events"]
     assert event["event_id"] == str(paid_sale.event.pk)
     assert event["counts"]["payments"] == {"CONFIRMED": 3, "FAILED": 1}
-    assert len(event["checks"]) == 17
+    assert len(event["checks"]) == 18
     [bad] = [c for c in event["checks"] if not c["ok"]]
     assert bad == {
         "check": "payment_amounts_match",
@@ -118,7 +118,7 @@ def test_sold_out_and_settled_checks_run_only_when_asked_for(paid_sale):
         return {c["check"] for c in json.loads(out.getvalue())["events"][0]["checks"]}
 
     always = checks()
-    assert len(always) == 17
+    assert len(always) == 18
     assert checks("--sold-out") - always == {"sold_equals_inventory"}
     assert checks("--settled") - always == {
         "offers_within_free_tickets",
@@ -126,6 +126,7 @@ def test_sold_out_and_settled_checks_run_only_when_asked_for(paid_sale):
         "claims_expired_in_time",
         "admissions_expired_in_time",
         "payments_settled",
+        "resale_refunds_settled",
         "redis_agrees",
     }
     assert checks("--settled", "--no-redis") - always == checks("--settled") - always - {
@@ -188,7 +189,7 @@ def test_the_real_command_exits_0_1_and_2(paid_sale):
     broken = manage("--event", event)
     assert broken.returncode == 1
     assert broken.stderr == "CommandError: 1 invariant check(s) failed: payment_amounts_match\n"
-    assert broken.stdout.splitlines()[-1] == "18 checks, 1 failed"
+    assert broken.stdout.splitlines()[-1] == "19 checks, 1 failed"
 
     unknown = manage("--event", str(uuid.uuid4()))
     assert unknown.returncode == 2

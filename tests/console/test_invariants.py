@@ -47,6 +47,7 @@ ALWAYS = {
     "one_live_holder",
     "seats_carried",
     "refund_after_resale",
+    "resale_refunds_flagged",
     "void_codes_refused",
     "waitlist_one_per_customer",
 }
@@ -56,6 +57,7 @@ SETTLED = {
     "claims_expired_in_time",
     "admissions_expired_in_time",
     "payments_settled",
+    "resale_refunds_settled",
     "redis_agrees",
 }
 

@@ -89,8 +89,12 @@ function note(t) {
     return "On resale: you get " + money(t.resale.refund_amount, t.resale.currency) + " back if someone buys it.";
   }
   if (t.status === "resold" && t.refund) {
-    const done = t.refund.status === "processed";
-    return "Refund of " + money(t.refund.amount, t.refund.currency) + (done ? ": paid back to your card." : ": on its way to your card.");
+    const amount = "Refund of " + money(t.refund.amount, t.refund.currency);
+    if (t.refund.status === "processed") return amount + ": paid back to your card.";
+    if (t.refund.status === "failed") {
+      return amount + ": delayed, your card did not take it. Our team has been told and will send it again; nothing for you to do.";
+    }
+    return amount + ": on its way to your card.";
   }
   return "";
 }
