@@ -51,6 +51,7 @@ class Customer:
     questions: int = 0
     token_questions: int = 0
     socket_questions: int = 0
+    from_draw: bool = False  # its number after the draw came from the draw's document
     news: asyncio.Event = field(default_factory=asyncio.Event)  # the socket brought something
     pushed: dict[str, Any] | None = None  # a ``line`` message not yet taken in
     force_read: bool = False  # status news: read the state now
@@ -108,10 +109,11 @@ class Sale:
         self.counts: Counter = Counter()
         self.ws_open = 0
         self.ws_messages: Counter = Counter()
-        self.edge: tuple[float, Any] | None = None  # (fetched at, monotonic; the state)
-        self.edge_read: asyncio.Task | None = None
+        self.edge: dict[str, tuple[float, Any]] = {}  # url -> (fetched at, monotonic; the body)
+        self.edge_read: dict[str, asyncio.Task] = {}
         self.edge_api = edge or watch
         self.state_reads = 0  # the pages' reads of the line state
+        self.draw_reads = 0  # the pages' reads of the draw's documents
         self.push_latency_wall: list[tuple[str, float]] = []  # (queue entry id, receipt wall time)
         self.poll_latency_wall: list[
             tuple[str, float]
@@ -191,31 +193,62 @@ class Sale:
         return time.time() * 1000 >= self.cfg.sale_start_ms
 
     async def _read_state(self) -> dict[str, Any] | None:
-        """The public line state (no sign-in). With ``edge_cache``, as nginx's
-        micro-cache in front of the origin serves it (``proxy_cache_lock``,
-        ``proxy_cache_use_stale updating``): a copy younger than its max-age
-        (1 s) is answered as it is; an older one starts one origin read and is
+        """The public line state (no sign-in), through the edge cache."""
+        self.state_reads += 1
+        url = f"/api/v1/events/{self.cfg.event_id}/queue/state/"
+        return await self._read_public("line_state", url)
+
+    async def _read_draw(self, shard: str) -> dict[str, Any] | None:
+        """One shard of the pre-queue draw's documents (no sign-in), through
+        the edge cache as the line state."""
+        self.draw_reads += 1
+        url = f"/api/v1/events/{self.cfg.event_id}/queue/draw/{shard}/"
+        return await self._read_public("draw_shard", url)
+
+    async def _read_public(self, name: str, url: str) -> dict[str, Any] | None:
+        """A public document. With ``edge_cache``, as nginx's micro-cache in
+        front of the origin serves it (``proxy_cache_lock``,
+        ``proxy_cache_use_stale updating``): a copy younger than a second is
+        answered as it is; an older one starts one origin read and is
         answered meanwhile; only the very first read waits for the origin.
         The origin reads have connections of their own (``edge``), as nginx's."""
-        self.state_reads += 1
         if not self.cfg.edge_cache:
-            return await self._origin_state(self.watch)
-        if self.edge is not None and time.monotonic() - self.edge[0] < 1.0:
-            return self.edge[1]
-        if self.edge_read is None or self.edge_read.done():
-            self.edge_read = asyncio.create_task(self._origin_state(self.edge_api))
-        if self.edge is not None:
-            return self.edge[1]
-        return await asyncio.shield(self.edge_read)
+            return await self._origin_read(self.watch, name, url)
+        held = self.edge.get(url)
+        if held is not None and time.monotonic() - held[0] < 1.0:
+            return held[1]
+        reading = self.edge_read.get(url)
+        if reading is None or reading.done():
+            reading = asyncio.create_task(self._origin_read(self.edge_api, name, url))
+            self.edge_read[url] = reading
+        if held is not None:
+            return held[1]
+        return await asyncio.shield(reading)
 
-    async def _origin_state(self, api: Api) -> dict[str, Any] | None:
-        url = f"/api/v1/events/{self.cfg.event_id}/queue/state/"
-        status, body = await api.call("line_state", "GET", url)
+    async def _origin_read(self, api: Api, name: str, url: str) -> dict[str, Any] | None:
+        status, body = await api.call(name, "GET", url)
         if status != 200 or not isinstance(body, dict):
             return None
         if api is self.edge_api:
-            self.edge = (time.monotonic(), body)
+            self.edge[url] = (time.monotonic(), body)
         return body
+
+    async def _number_from_draw(self, c: Customer) -> bool:
+        """The page's number from the draw's document (line.js readDraw);
+        False: it has none for this customer, or could not be read."""
+        draw_key = (c.number or {}).get("draw_key")
+        if not draw_key:
+            return False
+        shard, entry = page.draw_place(draw_key)
+        for attempt in range(page.DRAW_TRIES):
+            if attempt:
+                await asyncio.sleep(1.0)
+            number = page.number_from_draw(await self._read_draw(shard), entry, draw_key)
+            if number is not None:
+                c.number = number
+                c.from_draw = True
+                return True
+        return False
 
     async def _ask(self, c: Customer) -> None:
         """One question about this customer: over the socket when it is open
@@ -287,8 +320,12 @@ class Sale:
                 state = pushed  # a ``line`` message counts as a read
             elif relearn_at is not None and relearn_at <= now:
                 relearn_at = None
-                await self._ask(c)
-                continue
+                if c.state is None or not (
+                    page.from_draw(c.number, c.state) and await self._number_from_draw(c)
+                ):
+                    await self._ask(c)
+                    continue
+                state = c.state  # placed again with the drawn number
             elif ask_at is not None and ask_at <= now:
                 ask_at = None
                 if not c.admission_token:
@@ -319,7 +356,10 @@ class Sale:
             where = page.place_in(c.number, state)
             now = loop.time()
             if where.relearn and relearn_at is None and not c.asking:
-                relearn_at = now + page.relearn_delay_ms(state, self.rng.random) / 1000
+                delay = (
+                    page.draw_delay_ms if page.from_draw(c.number, state) else page.relearn_delay_ms
+                )
+                relearn_at = now + delay(state, self.rng.random) / 1000
             elif where.admitted and ask_at is None and page.may_ask_again(c.asked_served, state):
                 ask_at = now + (page.PUSH_GRACE_MS / 1000 if c.socket_open else 0.0)
             wait = page.next_read_ms(

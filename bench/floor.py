@@ -15,9 +15,12 @@ is what the rules themselves cost:
   (``queueing.domain.admission_capacity``, as ``queueing/services/admission.py``);
 - a customer with a socket learns of its admission at the tick (the push);
   one without learns at its next read of the line state, read by the page's
-  rules (bench/page.py): after the draw it learns its number again at a
-  random moment within ``relearn_within_seconds``, and a SOLD_OUT state is
-  read again only about once a minute;
+  rules (bench/page.py): after the draw a pre-queue page reads its number
+  from the draw's public document (its draw key) at a random moment within
+  ``min(relearn_within_seconds, 3 s)`` (with ``draw_documents`` off, or a
+  page without a key, it asks for it again within ``relearn_within_seconds``,
+  and that answer carries the token when it was admitted meanwhile), and a
+  SOLD_OUT state is read again only about once a minute;
 - having learnt, a customer claims at once and then behaves as drawn: pays
   (sold), declines, lets the claim lapse or abandons the payment (a declined
   payment keeps the claim, so the tickets are free again at the first expiry
@@ -59,6 +62,7 @@ class Rules:
     max_active: int | None = None  # None: the inventory (as the bench makes its events)
     relearn_per_second: float = 1000.0  # QUEUE_RELEARN_PER_SECOND
     relearn_max: float = 60.0  # queueing.domain.RELEARN_MAX_SECONDS
+    draw_documents: bool = True  # pre-queue pages read their number from the draw's documents
     until: float = 3600.0  # stop the replay this long after the sale's start
 
 
@@ -86,7 +90,8 @@ class Floor:
     ticks: list[Tick] = field(default_factory=list)
     learnt: int = 0
     reads: int = 0  # line-state reads by pages without a socket
-    relearns: int = 0
+    relearns: int = 0  # the number asked again (authenticated)
+    draw_reads: int = 0  # the number read from the draw's documents (public)
 
     def time_to(self, share: float) -> float | None:
         """Seconds from the sale's start until ``share`` of the tickets were sold."""
@@ -147,8 +152,10 @@ class _Replay:
         p = self.people[i]
         if not self.drawn:
             self.prequeue.append(i)
-            # The pre-queue's number: a score of epoch 0, learnt again after the draw.
+            # The pre-queue's number: a score of epoch 0, learnt again after
+            # the draw (from the draw's documents: its key says where).
             number = {"position": len(self.prequeue), "served": 0, "score": i, "epoch": 0}
+            number["draw_key"] = f"{i}" if self.r.draw_documents else None
         else:
             self._enqueue(i)
             number = self._number(i, self.head, self.served)
@@ -167,7 +174,7 @@ class _Replay:
         idx = self.index[i]
         left_between = bisect.bisect_left(self.left, idx) - bisect.bisect_left(self.left, head)
         position = idx - head - left_between + 1
-        return {"position": position, "served": served, "score": idx, "epoch": 1}
+        return {"position": position, "served": served, "score": idx + 1, "epoch": 1}
 
     def _leave(self, t: float, i: int) -> None:
         self.gone.add(i)
@@ -234,7 +241,7 @@ class _Replay:
             "status": status,
             "epoch": 1 if self.drawn else 0,
             "served": self.served,
-            "frontier": self.head - 1 if self.served else None,
+            "frontier": self.head if self.served else None,
             "waiting": waiting,
             "rate_per_second": rate,
             "admission_batch_size": r.batch_size,
@@ -256,12 +263,23 @@ class _Replay:
         states the ticks wrote (only the admitted need it: reads change
         nothing else at zero CPU). Its first read at or after the admission
         finds ``frontier >= score``; a number still of the pre-queue's epoch
-        is learnt again first, and that answer carries the token."""
+        is learnt again first: from the draw's document (a pre-queue page
+        with a key; its number then meets the state it last read), else by
+        asking (that answer carries the token)."""
         rng = random.Random(f"{self.seed}:{i}")
         number = self.number.pop(i)
         read_at = self.people[i].arrive_at
         relearn_at: float | None = None
+        drawn = False  # the pending relearn reads the draw's document
+        state: dict[str, Any] = self.before
         while read_at <= admitted + self.r.until:
+            if relearn_at is not None and relearn_at < read_at and drawn:
+                self.floor.draw_reads += 1
+                number = self._from_draw(i, number) or number
+                if page.place_in(number, state).admitted:
+                    return relearn_at  # then asks: the answer is the token
+                relearn_at = None
+                continue
             if relearn_at is not None and relearn_at < read_at:  # the number again
                 self.floor.relearns += 1
                 if relearn_at >= admitted:
@@ -276,12 +294,21 @@ class _Replay:
             if where.admitted:
                 return read_at  # the one authenticated call: its answer is the token
             if where.relearn and relearn_at is None:
-                relearn_at = read_at + page.relearn_delay_ms(state, rng.random) / 1000
+                drawn = page.from_draw(number, state)
+                delay = page.draw_delay_ms if drawn else page.relearn_delay_ms
+                relearn_at = read_at + delay(state, rng.random) / 1000
             ms = page.next_read_ms(
                 state, where.place, read_at * 1000, rng.random, self.r.sale_start * 1000
             )
             read_at += ms / 1000 if ms is not None else math.inf
         return math.inf
+
+    def _from_draw(self, i: int, number: dict[str, Any]) -> dict[str, Any] | None:
+        """The number the draw's document gives pre-queue person ``i``: its
+        rank (those who left before the draw keep theirs), nobody served.
+        Scores are ranks in the line, 1-based."""
+        doc = {"epoch": 1, "served": 0, "entries": {"e": self.index[i] + 1}}
+        return page.number_from_draw(doc, "e", number.get("draw_key"))
 
     # --- admitted -------------------------------------------------------------------
     def _learn(self, t: float, i: int) -> None:

@@ -8,6 +8,7 @@ from the caller. Times are milliseconds, as in the page.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,8 @@ FAR_MIN_MS = 10_000  # and at least this apart
 JITTER_MS = 1_500  # after the tick, spread over this much
 SLOW_MS = 60_000  # paused or sold out: about once a minute
 PUSH_GRACE_MS = 2_000  # with the socket open: ask for the token only if no push came by then
+DRAW_WITHIN_MS = 3_000  # the draw's document: read within this after the new epoch
+DRAW_TRIES = 3  # reads of the draw's document (404/503) before asking instead
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,8 @@ class Place:
 
 
 def number_of(answer: dict[str, Any]) -> dict[str, Any]:
-    """The page's number from a join's answer or a snapshot."""
-    return {k: answer.get(k) for k in ("position", "served", "score", "epoch")}
+    """The page's number from a join's answer or a snapshot, with its draw key."""
+    return {k: answer.get(k) for k in ("position", "served", "score", "epoch", "draw_key")}
 
 
 def place_in(number: dict[str, Any] | None, state: dict[str, Any] | None) -> Place:
@@ -93,3 +96,44 @@ def relearn_delay_ms(state: dict[str, Any] | None, random: Callable[[], float]) 
     """line.js relearnDelayMs: a random moment within the state's window."""
     within = max(1, (state or {}).get("relearn_within_seconds") or 5) * 1000
     return random() * within
+
+
+def from_draw(number: dict[str, Any] | None, state: dict[str, Any] | None) -> bool:
+    """line.js fromDraw: after the draw a page with a draw key reads its
+    number from the draw's document instead of asking."""
+    draw_key = (number or {}).get("draw_key")
+    return (
+        bool(draw_key)
+        and bool(state)
+        and (state or {}).get("epoch") == 1
+        and (number or {}).get("epoch") != 1
+    )
+
+
+def draw_delay_ms(state: dict[str, Any] | None, random: Callable[[], float]) -> float:
+    """line.js drawDelayMs: within min(the state's window, 3 s)."""
+    within = max(1, (state or {}).get("relearn_within_seconds") or 5) * 1000
+    return random() * min(DRAW_WITHIN_MS, within)
+
+
+def draw_place(draw_key: str) -> tuple[str, str]:
+    """(shard, entry): the hex digits of SHA-256(draw key), as the page takes them."""
+    digest = hashlib.sha256(draw_key.encode()).hexdigest()
+    return digest[:2], digest[2:16]
+
+
+def number_from_draw(
+    doc: dict[str, Any] | None, entry: str, draw_key: str | None = None
+) -> dict[str, Any] | None:
+    """line.js numberFromDraw: the number the draw's document gives, or None."""
+    rank = ((doc or {}).get("entries") or {}).get(entry)
+    if not isinstance(rank, int) or not isinstance((doc or {}).get("served"), int):
+        return None
+    assert doc is not None
+    return {
+        "position": rank,
+        "served": doc["served"],
+        "score": rank,
+        "epoch": doc.get("epoch"),
+        "draw_key": draw_key,
+    }

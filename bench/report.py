@@ -162,6 +162,7 @@ def questions(people: list[Any]) -> dict[str, float]:
         "per_waiting": sum(c.questions for c in waiting) / n,
         "token_per_admitted": sum(c.token_questions for c in admitted) / m,
         "socket_per_waiting": sum(c.socket_questions for c in waiting) / n,
+        "numbers_from_draw": sum(1 for c in waiting if c.from_draw),
     }
 
 
@@ -296,6 +297,10 @@ def print_results(
     sale = result["sale"]
     print(f"line-state reads by the pages: {sale.state_reads:,}")
     print(
+        f"draw-document reads by the pages: {sale.draw_reads:,}"
+        f" ({asked['numbers_from_draw']:,} numbers learnt from the draw's documents)"
+    )
+    print(
         f"  invariants all held     {settle:8.1f} s after the stop (settled, Redis rebuilt)"
         if settle >= 0
         else "  invariants NOT all held (see below)"
@@ -367,6 +372,7 @@ def print_results(
         "floor": floor_figures,
         "questions": asked,
         "line_state_reads": sale.state_reads,
+        "draw_reads": sale.draw_reads,
         "load_average": [min(loads), sum(loads) / len(loads), max(loads)] if loads else None,
         "machine_cpu_ms_per_ticket": per_ticket,
         "ended_at": result["ended_at"],

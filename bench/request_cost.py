@@ -12,8 +12,12 @@ The difference to the server CPU per request that claims_bench.py and
 queue_bench.py report is the HTTP server's share. Joins are measured twice:
 with the customer's sign-out state cached in Redis (by an earlier request of
 theirs, or by signing in), and cold (a wiped Redis, or tokens minted outside
-the sign-in). ``--profile``
-prints cProfile's top functions per kind instead. Run it from the checkout
+the sign-in). The framework's floor (bench/floor_urls.py: a join's INSERT +
+ZADD, one ZRANK, in plain Django views) is measured the same way, for the
+join and the read to be read against. ``--profile``
+prints cProfile's top functions per kind instead, in this thread's CPU time
+(``time.thread_time_ns``: the time the thread waits on Postgres, Redis or
+another thread is left out, as in the figures). Run it from the checkout
 whose code you want to measure; it adds an event and customers to the
 database (use a throwaway one).
 """
@@ -35,6 +39,8 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The product's settings with the floor's views mounted (bench/floor_settings.py).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.floor_settings")
 
 from bench.queue_setup import django_setup, make_customers, make_event, tokens_for
 from bench.roundtrips import RoundTrips
@@ -109,10 +115,15 @@ def main() -> int:
         body = {"admission_token": admission, "tier_id": sale["tier_id"], "quantity": 1}
         return environ("POST", claims, bearer, json.dumps(body).encode())
 
+    floor = f"/api/v1/floor/{make_event('request cost floor', tickets=1, batch=1)}/join/"
+    floor_read = f"/api/v1/floor/{event}/position/"  # the floor's customer is its bearer
+
     kinds: list[tuple[str, list, Callable[[object], dict]]] = [
         ("join (sign-out state cached)", warm_tokens, lambda t: environ("POST", queue, t)),
         ("join (sign-out state cold)", cold_tokens, lambda t: environ("POST", queue, t)),
+        ("floor join (INSERT + ZADD)", [c for c, _ in warm], lambda c: environ("POST", floor, c)),
         ("position read", warm_tokens, lambda t: environ("GET", f"{queue}position/", t)),
+        ("floor read (ZRANK)", [c for c, _ in warm], lambda c: environ("GET", floor_read, c)),
         ("claim", sale["buyers"], claim),
     ]
     counter = RoundTrips()
@@ -120,7 +131,7 @@ def main() -> int:
         for name, items, build in kinds:
             envs = [build(item) for item in items]
             counter.reset()
-            profile = cProfile.Profile() if args.profile else None
+            profile = cProfile.Profile(time.thread_time_ns, 1e-9) if args.profile else None
             cpu = []
             for env in envs:
                 if profile:

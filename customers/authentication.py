@@ -6,13 +6,14 @@ queueing/services/ws_tickets.py.)"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rest_framework import permissions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from customers.revocation import customer_token_authenticate
+from customers.revocation import customer_signed_in
 from customers.tokens import CustomerPrincipal, customer_token_verify
 from fairqueue.errors import ErrorCode, Unauthenticated
 
@@ -38,24 +39,40 @@ def token_signed(environ: dict[str, Any]) -> bool:
     expiry check: the proof a customer's request shows to ride in its
     route's lane (fairqueue/lanes.py), read from the WSGI environ before the
     request takes a slot. Whether it was signed out is the view's to check
-    (that reads Redis)."""
+    (that reads Redis). The verified token is kept in the environ for the
+    view (``customer_token_verified``): a request's token is verified once."""
     header = str(environ.get("HTTP_AUTHORIZATION", "")).split()
     if len(header) != 2 or header[0].lower() != "bearer":
         return False
     try:
-        customer_token_verify(header[1])
+        principal = customer_token_verify(header[1])
     except Unauthenticated:
         return False
+    environ[_VERIFIED] = (header[1], principal)
     return True
 
 
-class CustomerTokenAuthentication(BaseAuthentication):
+# Where token_signed keeps what it verified (a WSGI environ key no header can set).
+_VERIFIED = "fairqueue.customer_token"
 
+
+def customer_token_verified(request: Request, token: str) -> CustomerPrincipal:
+    """``customer_token_verify`` of the request's ``token``, unless its lane's
+    proof verified it already (``token_signed``) and it has not expired since."""
+    held = request.META.get(_VERIFIED)
+    if held is not None and held[0] == token:
+        principal: CustomerPrincipal = held[1]
+        if principal.expires_at is not None and principal.expires_at.timestamp() > time.time():
+            return principal
+    return customer_token_verify(token)
+
+
+class CustomerTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[CustomerPrincipal, str] | None:
         token = bearer_token(request)
         if token is None:
             return None
-        return customer_token_authenticate(token), token
+        return customer_signed_in(customer_token_verified(request, token)), token
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -18,6 +18,7 @@ import logging
 import uuid
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -63,8 +64,14 @@ class AuthStateStore(RedisStore):
     @best_effort(None)
     def load(self, *, customer_id: object, version: int, revoked: list[str]) -> None:
         self.scripts["auth_load"](
-            keys=[self.key(customer_id)], args=[version, AUTH_STATE_TTL, *revoked]
+            keys=[self.key(customer_id)], args=self.fill_args(version, revoked)
         )
+
+    @staticmethod
+    def fill_args(version: int, revoked: list[str]) -> list[Any]:
+        """What ``load`` caches (``lua/auth_fill.lua``): a caller may cache
+        the state in a script of its own round trip (the queue join)."""
+        return [version, AUTH_STATE_TTL, *revoked]
 
     @best_effort(None)
     def revoke(self, *, customer_id: object, jti: str) -> None:
@@ -91,12 +98,18 @@ def auth_state_store() -> AuthStateStore:
     return _store
 
 
-def _state_sql() -> str:
-    customers, revoked = Customer._meta.db_table, RevokedToken._meta.db_table
+def _revoked_sql(customer: str) -> str:
+    """The revoked jtis not yet expired of the customer whose id is ``customer``."""
     return (
-        f"SELECT c.token_version, ARRAY(SELECT r.jti FROM {revoked} r "  # noqa: S608
-        "WHERE r.customer_id = c.id AND r.expires_at > now()) "
-        f"FROM {customers} c WHERE c.id = %s"
+        f"ARRAY(SELECT r.jti FROM {RevokedToken._meta.db_table} r "  # noqa: S608
+        f"WHERE r.customer_id = {customer} AND r.expires_at > now())"
+    )
+
+
+def _state_sql() -> str:
+    return (
+        f"SELECT c.token_version, {_revoked_sql('c.id')} "  # noqa: S608
+        f"FROM {Customer._meta.db_table} c WHERE c.id = %s"
     )
 
 
@@ -120,9 +133,45 @@ def auth_state_warm(*, customer_id: uuid.UUID) -> None:
 def customer_token_authenticate(token: str) -> CustomerPrincipal:
     """``customer_token_verify`` plus sign-out: 401 ``token_revoked`` for a
     token signed out, or older than the customer's last "sign out everywhere"."""
-    principal = customer_token_verify(token)
+    return customer_signed_in(customer_token_verify(token))
+
+
+def customer_signed_in(principal: CustomerPrincipal) -> CustomerPrincipal:
+    """The sign-out check of a verified token, from the state Redis caches
+    (Postgres when it does not know): 401 ``token_revoked`` when signed out."""
     cached = auth_state_store().read(customer_id=principal.id, jti=principal.jti)
     return customer_token_settle(principal, cached)
+
+
+def signed_in_sql() -> str:
+    """The sign-out check as a boolean SQL expression, true while the token is
+    not signed out and its customer exists, over the parameters
+    ``%(customer_id)s``, ``%(token_version)s`` and ``%(jti)s``
+    (``signed_in_params``): a write that must not happen for a signed-out
+    token checks it in its own statement, against Postgres, the truth (the
+    queue join). A write it refused says why with
+    ``customer_token_settle(principal, None)``."""
+    customers, revoked = Customer._meta.db_table, RevokedToken._meta.db_table
+    return (
+        f"EXISTS (SELECT 1 FROM {customers} c "  # noqa: S608
+        "WHERE c.id = %(customer_id)s AND c.token_version <= %(token_version)s "
+        f"AND NOT EXISTS (SELECT 1 FROM {revoked} r "
+        "WHERE r.jti = %(jti)s AND r.customer_id = c.id))"
+    )
+
+
+def signed_in_state_sql() -> str:
+    """The customer's sign-out state (token version, revoked jtis), as two
+    SQL expressions over ``%(customer_id)s``: a statement that checked
+    ``signed_in_sql`` returns them for the cache (``AuthStateStore.fill_args``)."""
+    return (
+        f"(SELECT c.token_version FROM {Customer._meta.db_table} c "  # noqa: S608
+        f"WHERE c.id = %(customer_id)s), {_revoked_sql('%(customer_id)s')}"
+    )
+
+
+def signed_in_params(principal: CustomerPrincipal) -> dict[str, object]:
+    return {"customer_id": principal.id, "token_version": principal.version, "jti": principal.jti}
 
 
 def customer_token_settle(

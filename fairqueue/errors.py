@@ -68,6 +68,7 @@ class ErrorCode(StrEnum):
     NOT_IN_QUEUE = "not_in_queue"
     ADMISSION_EXPIRED = "admission_expired"
     ADMISSION_INVALID = "admission_invalid"
+    DRAW_NOT_MADE = "draw_not_made"
     # The waiting list of a sold-out event.
     WAITLIST_CLOSED = "waitlist_closed"
     ALREADY_ON_WAITLIST = "already_on_waitlist"

@@ -36,10 +36,12 @@ urls.py), with the proof a request must carry to ride above the arrival
 lane: a customer token whose signature checks (customers.authentication),
 a webhook signature (payments.views). A proof is checked here, before the
 request takes a slot, from its headers and its body already read (no
-database, no Redis); the view checks everything again. The route is found
-with Django's own resolver (tests/fairqueue/test_lanes.py checks every
-route). Written here rather than taken from a library: granian has no
-request priorities, and a Django middleware runs too late (inside the app,
+database, no Redis); the view checks everything again (a customer token
+verified here is not verified twice: customers.authentication). The route
+is found with Django's own resolver (tests/fairqueue/test_lanes.py checks
+every route), once: ``RoutedHandler`` hands Django the match found here.
+Written here rather than taken from a library: granian has no request
+priorities, and a Django middleware runs too late (inside the app,
 after a thread and a database connection were taken). Django's database
 connections come from a pool of WEB_THREADS per worker (config/wsgi.py),
 since any of the waiting threads may run next.
@@ -55,8 +57,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from django.core.handlers.wsgi import get_path_info
-from django.urls import Resolver404, resolve
+from django.core.handlers.wsgi import WSGIHandler, get_path_info
+from django.http import HttpRequest
+from django.urls import Resolver404, ResolverMatch, resolve
 from prometheus_client import Histogram
 
 PURCHASE, WAITING, ARRIVAL = "purchase", "waiting", "arrival"
@@ -102,15 +105,20 @@ def declare(view: View, lanes: str | Mapping[str, str], *, proof: Proof | None =
 
 
 UNROUTED = ""  # the route of every path no URL pattern matches
+# Where ``place`` keeps the match it found, for ``RoutedHandler`` (a WSGI
+# environ key no header can set).
+_RESOLVED = "fairqueue.resolver_match"
 
 
 def place(environ: dict[str, Any]) -> tuple[str, str]:
     """The lane of a request (its route's, if the request proves it belongs
     there; arrival otherwise) and its route (the URL pattern it matches)."""
+    path = get_path_info(environ)
     try:
-        match = resolve(get_path_info(environ))
+        match = resolve(path)
     except Resolver404:
         return ARRIVAL, UNROUTED
+    environ[_RESOLVED] = (path, match)
     declared = getattr(match.func, _ATTRIBUTE, None)
     name = declared.lane(environ) if isinstance(declared, Declared) else ARRIVAL
     return name, match.route
@@ -235,6 +243,19 @@ def _buffer_body(environ: dict[str, Any], limit: int) -> None:
         chunks.append(chunk)
         left -= len(chunk)
     environ["wsgi.input"] = io.BytesIO(b"".join(chunks))
+
+
+class RoutedHandler(WSGIHandler):
+    """Django's WSGI handler, taking the URL match ``place`` found for the
+    request (the same resolver, path and URLconf) instead of resolving the
+    URL a second time; any other request is resolved as Django does."""
+
+    def resolve_request(self, request: HttpRequest) -> ResolverMatch:
+        held = request.META.get(_RESOLVED)
+        if held is None or held[0] != request.path_info or hasattr(request, "urlconf"):
+            return super().resolve_request(request)
+        request.resolver_match = held[1]
+        return held[1]
 
 
 class LanedApp:

@@ -81,6 +81,12 @@ def origin_allowed(origin: str | None) -> bool:
     )
 
 
+def _position(event_id: Any, customer_id: Any) -> tuple[PositionResult, dict[str, Any]]:
+    """The customer's snapshot and its body (with their draw key)."""
+    result = queue_position(event_id=event_id, customer_id=customer_id)
+    return result, position_body(result, event_id=event_id, customer_id=customer_id)
+
+
 def _ticket(scope: dict) -> str:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     return (query.get("ticket") or [""])[0]
@@ -133,14 +139,12 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
 
     async def _snapshot(self) -> dict[str, Any]:
         try:
-            result = await database_sync_to_async(queue_position)(
-                event_id=self.event_id, customer_id=self.customer_id
-            )
+            result, body = await database_sync_to_async(_position)(self.event_id, self.customer_id)
         except AppError as exc:  # not in the queue (yet): say so, stay connected
             self._place(None)
             return {"type": "position", "status": None, "position": None, "code": exc.code}
         self._place(result)
-        return {"type": "position", "event_id": str(self.event_id), **position_body(result)}
+        return {"type": "position", "event_id": str(self.event_id), **body}
 
     def _place(self, result: PositionResult | None) -> None:
         """Where the registry counts this socket from (its page counts the

@@ -1,9 +1,12 @@
 """Shapes of the queue API's answers (also the OpenAPI schema)."""
 
+import uuid
+
 from rest_framework import serializers
 
 from queueing.domain import QueueStatus
 from queueing.services import JoinResult, PositionResult
+from queueing.services.draw import number_draw_key
 
 POLL_AFTER_HELP = (
     "While WAITING: seconds after which a client without the WebSocket should ask for its "
@@ -18,6 +21,12 @@ SCORE_HELP = (
 EPOCH_HELP = (
     "The epoch of `score` and `position`: when the line state's `epoch` differs, learn the "
     "number again (the pre-queue draw gives new ones). Null: learn it again now."
+)
+
+DRAW_KEY_HELP = (
+    "While the number is a pre-queue one: the customer's own key to the pre-queue draw's "
+    "public documents (GET events/{id}/queue/draw/{shard}/), where the page finds its rank "
+    "after the draw without signing in. Null otherwise; never share it."
 )
 
 
@@ -41,6 +50,7 @@ class QueueJoinedSerializer(serializers.Serializer):
     poll_after_seconds = serializers.IntegerField(allow_null=True, help_text=POLL_AFTER_HELP)
     score = serializers.IntegerField(allow_null=True, help_text=SCORE_HELP)
     epoch = serializers.IntegerField(allow_null=True, help_text=EPOCH_HELP)
+    draw_key = serializers.CharField(allow_null=True, help_text=DRAW_KEY_HELP)
 
 
 class QueuePositionSerializer(serializers.Serializer):
@@ -54,6 +64,9 @@ class QueuePositionSerializer(serializers.Serializer):
     )
     epoch = serializers.IntegerField(
         required=False, allow_null=True, help_text="Only while WAITING: " + EPOCH_HELP
+    )
+    draw_key = serializers.CharField(
+        required=False, allow_null=True, help_text="Only while WAITING: " + DRAW_KEY_HELP
     )
     admission_token = serializers.CharField(
         required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
@@ -73,7 +86,10 @@ class WsTicketSerializer(serializers.Serializer):
     expires_in = serializers.IntegerField(help_text="Seconds the ticket stays valid (at most 60).")
 
 
-def joined_body(result: JoinResult) -> dict:
+Ids = uuid.UUID | str
+
+
+def joined_body(result: JoinResult, *, event_id: Ids, customer_id: Ids) -> dict:
     return {
         "queue_entry_id": str(result.queue_entry_id),
         "status": str(result.status),
@@ -83,10 +99,13 @@ def joined_body(result: JoinResult) -> dict:
         "poll_after_seconds": result.poll_after_seconds,
         "score": result.score,
         "epoch": result.epoch,
+        "draw_key": number_draw_key(event_id=event_id, customer_id=customer_id, score=result.score)
+        if result.status == QueueStatus.WAITING
+        else None,
     }
 
 
-def position_body(result: PositionResult) -> dict:
+def position_body(result: PositionResult, *, event_id: Ids, customer_id: Ids) -> dict:
     body = {
         "status": str(result.status),
         "position": result.position,
@@ -97,6 +116,9 @@ def position_body(result: PositionResult) -> dict:
     if result.status == QueueStatus.WAITING:
         body["score"] = result.score
         body["epoch"] = result.epoch
+        body["draw_key"] = number_draw_key(
+            event_id=event_id, customer_id=customer_id, score=result.score
+        )
     if result.admission_token and result.admission_expires_at:
         body["admission_token"] = result.admission_token
         body["admission_expires_at"] = result.admission_expires_at.isoformat()

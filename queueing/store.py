@@ -17,6 +17,9 @@ Keys (``fq:{<event_id>}:queue:...``):
 - ``checked``: present while the last full reconciliation is recent.
 - ``state``: the public line state, JSON bytes written once per tick and
   answered as they are (``queueing.line_state``).
+- ``draw``: hash, field = shard (two hex digits), value = that shard's
+  document of the pre-queue draw (``queueing.services.draw``); all 256
+  written in one HSET. ``drawing``: the lock of its rebuild from Postgres.
 
 Everything here can be rebuilt from Postgres (invariant 2).
 
@@ -32,7 +35,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import redis
 
@@ -123,6 +126,14 @@ class QueueStore(RedisStore):
     def state_key(event_id: object) -> str:
         return event_key(event_id, "queue", "state")
 
+    @staticmethod
+    def draw_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "draw")
+
+    @staticmethod
+    def drawing_key(event_id: object) -> str:
+        return event_key(event_id, "queue", "drawing")
+
     # --- hot path ---------------------------------------------------------
     @best_effort(False)
     def ping(self) -> bool:
@@ -130,20 +141,32 @@ class QueueStore(RedisStore):
         return bool(self.r.ping())
 
     @best_effort(None)
-    def join(self, *, event_id: object, customer_id: object, score: int) -> JoinAnswer:
+    def join(
+        self,
+        *,
+        event_id: object,
+        customer_id: object,
+        score: int,
+        cache: tuple[str, list[Any]] | None = None,
+    ) -> JoinAnswer:
         """Add to the waiting line, unless a tick already moved the customer to
-        the admitted set (its Postgres row was committed before this add)."""
-        rank, rate, served, line, epoch = self.scripts["join"](
-            keys=[
-                self.waiting_key(event_id),
-                self.rate_key(event_id),
-                self.served_key(event_id),
-                self.admitted_key(event_id),
-                self.line_key(event_id),
-                self.shuffled_key(event_id),
-            ],
-            args=[score, str(customer_id)],
-        )
+        the admitted set (its Postgres row was committed before this add).
+        ``cache``: a hash key and the arguments of customers/lua/auth_fill.lua
+        (the customer's sign-out state, as the join's INSERT read it), cached
+        in the same round trip; not on a cluster (another node holds it)."""
+        keys = [
+            self.waiting_key(event_id),
+            self.rate_key(event_id),
+            self.served_key(event_id),
+            self.admitted_key(event_id),
+            self.line_key(event_id),
+            self.shuffled_key(event_id),
+        ]
+        args = [score, str(customer_id)]
+        if cache is not None and not isinstance(self.r, redis.RedisCluster):
+            keys.append(cache[0])
+            args += cache[1]
+        rank, rate, served, line, epoch = self.scripts["join"](keys=keys, args=args)
         rank = int(rank)
         return JoinAnswer(
             rank=rank if rank >= 0 else None,
@@ -319,6 +342,28 @@ class QueueStore(RedisStore):
         """Store the state unless one is there (a tick's is fresher)."""
         self.r.set(self.state_key(event_id), body, px=ttl_ms, nx=True)
 
+    @required
+    def draw_shard(self, *, event_id: object, shard: str) -> str | None:
+        """One shard's document of the pre-queue draw (one HGET); None when
+        missing (not written yet, or wiped)."""
+        body = self.r.hget(self.draw_key(event_id), shard)
+        return text(body) if body is not None else None
+
+    @required
+    def draw_set(self, *, event_id: object, docs: dict[str, str]) -> None:
+        """Every shard's document in one HSET: all of them or none."""
+        fields: dict[Any, str] = dict(docs)  # redis-py's mapping type takes any field type
+        self.r.hset(self.draw_key(event_id), mapping=fields)
+
+    @required
+    def drawing_claim(self, *, event_id: object, ttl_ms: int) -> bool:
+        """The rebuild's lock (SET NX): True for one caller at a time."""
+        return bool(self.r.set(self.drawing_key(event_id), "1", nx=True, px=ttl_ms))
+
+    @best_effort(None)
+    def drawing_release(self, *, event_id: object) -> None:
+        self.r.delete(self.drawing_key(event_id))
+
     @best_effort(None)
     def served_init(self, *, event_id: object, served: int) -> None:
         self.r.set(self.served_key(event_id), served, nx=True)
@@ -450,6 +495,7 @@ class QueueStore(RedisStore):
             self.ticks_key(event_id),
             self.line_key(event_id),
             self.state_key(event_id),
+            self.draw_key(event_id),
         )
 
 

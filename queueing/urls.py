@@ -2,7 +2,13 @@ from django.urls import path
 
 from customers.authentication import token_signed
 from fairqueue.lanes import ARRIVAL, WAITING, declare
-from queueing.views import QueueLineStateView, QueuePositionView, QueueView, QueueWsTicketView
+from queueing.views import (
+    QueueDrawShardView,
+    QueueLineStateView,
+    QueuePositionView,
+    QueueView,
+    QueueWsTicketView,
+)
 from queueing.waitlist_views import WaitlistView
 
 urlpatterns = [
@@ -10,6 +16,11 @@ urlpatterns = [
         "events/<uuid:event_id>/queue/state/",
         QueueLineStateView.as_view(),
         name="queue-state",
+    ),
+    path(
+        "events/<uuid:event_id>/queue/draw/<str:shard>/",
+        QueueDrawShardView.as_view(),
+        name="queue-draw-shard",
     ),
     path(
         "events/<uuid:event_id>/queue/",

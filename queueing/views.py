@@ -17,11 +17,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from customers.authentication import IsCustomer, bearer_token, customer_of
+from customers.authentication import (
+    IsCustomer,
+    bearer_token,
+    customer_of,
+    customer_token_verified,
+)
+from customers.revocation import customer_signed_in
 from customers.throttling import read_bucket_settle
-from customers.tokens import customer_token_verify
-from fairqueue.challenge import CHALLENGE_HEADER_PARAMETER, ChallengeAction, challenge_verify
-from fairqueue.errors import ErrorCode, json_error
+from fairqueue.challenge import (
+    CHALLENGE_HEADER_PARAMETER,
+    ChallengeAction,
+    challenge_enabled,
+    challenge_verify,
+)
+from fairqueue.errors import AppError, ErrorCode, json_error
 from fairqueue.schema import error
 from queueing.serializers import (
     QueueJoinedSerializer,
@@ -30,10 +40,15 @@ from queueing.serializers import (
     joined_body,
     position_body,
 )
-from queueing.services import queue_abandon, queue_join, ws_ticket_issue
-from queueing.services.join import queue_position_signed_in
+from queueing.services import (
+    queue_abandon,
+    queue_join_signed_in,
+    queue_position_signed_in,
+    ws_ticket_issue,
+)
+from queueing.services.draw import draw_shard_answer
 from queueing.services.line_state import line_state_answer
-from queueing.wsgi import CACHE_CONTROL
+from queueing.wsgi import CACHE_CONTROL, DRAW_CACHE_CONTROL, DRAW_SHARD
 
 
 def _json(body: dict, status: int = 200) -> HttpResponse:
@@ -52,6 +67,17 @@ class HotPathView(APIView):
 
 
 class QueueView(HotPathView):
+    def perform_authentication(self, request: Request) -> None:
+        """A join's token: its signature here, its sign-out state in the
+        join's own INSERT (``queue_join_signed_in``: no Redis read). Leaving,
+        and a request without a token: the usual path."""
+        token = bearer_token(request) if request.method == "POST" else None
+        if token is None:
+            super().perform_authentication(request)
+            return
+        request.auth = token
+        request.user = customer_token_verified(request, token)  # type: ignore[assignment]  # a customer, as the token class gives
+
     @extend_schema(
         operation_id="queue_join",
         summary="Join the waiting room of an event",
@@ -70,9 +96,12 @@ class QueueView(HotPathView):
         },
     )
     def post(self, request: Request, event_id: str) -> HttpResponse:
+        principal = customer_of(request)
+        if challenge_enabled():  # a signed-out token is refused before the verifier is asked
+            customer_signed_in(principal)
         challenge_verify(request, action=ChallengeAction.QUEUE_JOIN)
-        result = queue_join(event_id=event_id, customer_id=customer_of(request).id)
-        return _json(joined_body(result), status=201)
+        result = queue_join_signed_in(event_id=event_id, principal=principal)
+        return _json(joined_body(result, event_id=event_id, customer_id=principal.id), status=201)
 
     @extend_schema(
         operation_id="queue_leave",
@@ -98,7 +127,7 @@ class QueuePositionView(HotPathView):
         token = bearer_token(request)
         if token is None:
             return
-        principal = customer_token_verify(token)
+        principal = customer_token_verified(request, token)
         read = queue_position_signed_in(event_id=self.kwargs["event_id"], principal=principal)
         request.auth = token
         request.user = principal  # type: ignore[assignment]  # a customer, as the token class gives
@@ -116,8 +145,9 @@ class QueuePositionView(HotPathView):
         },
     )
     def get(self, request: Request, event_id: str) -> HttpResponse:
-        customer_of(request)  # IsCustomer ran: the place was read with the sign-in
-        return _json(position_body(request.queue_position))  # type: ignore[attr-defined]  # read with the sign-in
+        customer = customer_of(request)  # IsCustomer ran: the place was read with the sign-in
+        read = request.queue_position  # type: ignore[attr-defined]  # read with the sign-in
+        return _json(position_body(read, event_id=event_id, customer_id=customer.id))
 
 
 class QueueWsTicketView(APIView):
@@ -158,7 +188,7 @@ class QueueLineStateView(APIView):
             response = json_error(ErrorCode.METHOD_NOT_ALLOWED, "Only GET.", 405)
             response["Allow"] = "GET, HEAD"
             return response
-        return self.get(request, kwargs["event_id"])
+        return self.get(request, **kwargs)
 
     @extend_schema(
         operation_id="queue_line_state",
@@ -182,4 +212,42 @@ class QueueLineStateView(APIView):
             return json_error(ErrorCode.EVENT_NOT_FOUND, "No such event.", 404)
         response = HttpResponse(text, content_type="application/json")
         response["Cache-Control"] = CACHE_CONTROL
+        return response
+
+
+class QueueDrawShardView(QueueLineStateView):
+    """One shard of the pre-queue draw's public documents: no sign-in, the
+    same bytes for everyone, never changing once written. Under the web
+    server a document a process holds (or reads from Redis) is answered
+    before Django (``queueing.wsgi``); this view answers the rest: a shard to
+    rebuild from Postgres, a draw not made, a bad shard."""
+
+    @extend_schema(
+        operation_id="queue_draw_shard",
+        summary="One shard of the pre-queue draw's results (public, cacheable)",
+        description=(
+            "`{event_id, epoch: 1, served: 0, entries: {<entry>: rank}}`: the ranks the draw "
+            "gave, keyed by hex digits 3 to 16 of SHA-256(draw_key); `shard` is its first two. "
+            "A pre-queue page takes `position = score = rank`, `served`, `epoch` from it. "
+            "The same bytes for everyone, `Cache-Control: public, max-age=300` (docs/API.md)."
+        ),
+        auth=[],
+        responses={
+            200: OpenApiResponse(description="The shard's document (JSON)."),
+            404: error("event_not_found, draw_not_made (before the draw), or not_found (shard)"),
+            503: error("busy: the documents are being rebuilt; retry shortly."),
+        },
+    )
+    def get(self, request: HttpRequest, event_id: Any, shard: str = "") -> HttpResponse:
+        if not DRAW_SHARD.fullmatch(shard):
+            return json_error(ErrorCode.NOT_FOUND, "A shard is two lowercase hex digits.", 404)
+        try:
+            body = draw_shard_answer(event_id=event_id, shard=shard)
+        except AppError as exc:
+            refused = json_error(exc.code, exc.message, exc.status)
+            if exc.retry_after is not None:
+                refused["Retry-After"] = str(exc.retry_after)
+            return refused
+        response = HttpResponse(body, content_type="application/json")
+        response["Cache-Control"] = DRAW_CACHE_CONTROL
         return response

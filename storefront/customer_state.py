@@ -51,7 +51,7 @@ def _queue(event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> dict[str,
     return {
         "queue_entry_id": str(entry.pk) if entry else None,
         "joined_at": entry.joined_at.isoformat() if entry else None,
-        **position_body(result),
+        **position_body(result, event_id=event_id, customer_id=customer_id),
     }
 
 

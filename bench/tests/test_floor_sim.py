@@ -66,8 +66,19 @@ def test_pages_without_a_socket_learn_later_than_the_push():
     polled = [Person(p.arrive_at, p.behaviour, False, p.leave_after) for p in pushed]
     by_push, by_page = replay(pushed, RULES), replay(polled, RULES)
     assert by_push.reads == 0
-    assert by_page.reads > 0 and by_page.relearns > 0  # pre-queue numbers learnt again
+    assert by_page.reads > 0 and by_page.draw_reads > 0  # pre-queue numbers learnt again
     assert by_page.time_to(0.5) > by_push.time_to(0.5)
+
+
+def test_pre_queue_pages_with_a_key_read_their_number_from_the_draw_never_asking():
+    polled = [Person(p.arrive_at, p.behaviour, False, p.leave_after) for p in crowd(1500)]
+    documents = replay(polled, RULES)
+    asking = replay(polled, Rules(**{**vars(RULES), "draw_documents": False}))
+    assert documents.relearns == 0 and documents.draw_reads > 0
+    assert asking.relearns > 0 and asking.draw_reads == 0
+    # Every admitted page learns it all the same: the tickets sell out.
+    assert documents.time_to(1.0) is not None and asking.time_to(1.0) is not None
+    assert documents.learnt == asking.learnt
 
 
 def test_the_replay_is_the_same_for_a_seed():

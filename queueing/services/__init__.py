@@ -1,6 +1,7 @@
 """Writes of the waiting room, the only place that changes queue entries.
 
-- ``join``: joining, leaving, position;
+- ``join``: joining and leaving the line; ``position``: where a customer
+  stands in it (``answers``: what both tell a waiting customer);
 - ``admission``: the admission tick (expiry, next batch);
 - ``expiry``: admission windows that lapsed;
 - ``prequeue``: the pre-queue shuffle at sale start;
@@ -27,11 +28,15 @@ from queueing.services.expiry import admissions_expire
 from queueing.services.join import (
     JoinBar,
     JoinResult,
-    PositionResult,
     join_bar_set,
     queue_abandon,
     queue_join,
+    queue_join_signed_in,
+)
+from queueing.services.position import (
+    PositionResult,
     queue_position,
+    queue_position_signed_in,
 )
 from queueing.services.prequeue import prequeue_shuffle
 from queueing.services.rebuild import queue_rebuild
@@ -55,7 +60,9 @@ __all__ = [
     "queue_close",
     "queue_entry_complete",
     "queue_join",
+    "queue_join_signed_in",
     "queue_position",
+    "queue_position_signed_in",
     "queue_rebuild",
     "queue_reconcile_all",
     "queue_reconcile_event",

@@ -18,6 +18,7 @@ from fairqueue.faults import fault_point
 from fairqueue.redis import RedisUnavailable
 from queueing.domain import QueueStatus
 from queueing.models import QueueEntry
+from queueing.services.draw import draw_publish
 from queueing.store import queue_store
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,10 @@ def prequeue_shuffle(*, event_id: uuid.UUID | str, now: datetime | None = None) 
 
 def prequeue_to_redis(*, event_id: uuid.UUID | str) -> int | None:
     """Copy the shuffled pre-queue scores from Postgres to the waiting set
-    (only members already there: a missing set is the rebuild's job), then
-    mark the shuffle as in Redis. None when Redis is unreachable: the next
-    tick sees no mark and tries again."""
+    (only members already there: a missing set is the rebuild's job), write
+    the draw's public documents (``queueing.services.draw``), then mark the
+    shuffle as in Redis. None when Redis is unreachable: the next tick sees
+    no mark and tries again."""
     store = queue_store()
     rows = QueueEntry.objects.filter(
         event_id=event_id, status=QueueStatus.WAITING, prequeue=True
@@ -88,6 +90,7 @@ def prequeue_to_redis(*, event_id: uuid.UUID | str) -> int | None:
             members=((str(c), s) for c, s in rows.iterator(chunk_size=10_000)),
             only_existing=True,
         )
+        draw_publish(event_id=event_id)
         store.shuffle_mark(event_id=event_id)
     except RedisUnavailable:
         return None

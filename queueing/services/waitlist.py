@@ -25,7 +25,8 @@ from queueing.domain import (
 )
 from queueing.models import QueueEntry, WaitlistEntry, WaitlistState
 from queueing.services.admission_check import admission_slot_release
-from queueing.services.join import entry_admission_token, join_barred
+from queueing.services.join import join_barred
+from queueing.services.position import entry_admission_token
 from queueing.store import queue_store
 
 

@@ -14,12 +14,13 @@ from urllib.parse import urlsplit
 import pytest
 from django.utils import timezone
 from selenium import webdriver
+from selenium.webdriver.common.by import By
 
 from customers.tokens import customer_token_issue
 from devtools.sandbox import SandboxServer
 from events.services import TierSpec, event_activate, event_create
 from queueing.services import admission_tick_event
-from tests.support.browser import Daphne, chromium, csp_violations
+from tests.support.browser import Daphne, chromium, csp_violations, wait_panel
 from tests.support.factories import CustomerFactory, OrganizerFactory
 from tests.support.payments import CONTROL_TOKEN, WEBHOOK_PATH, Sandbox
 
@@ -96,6 +97,15 @@ def crowd(event, n: int) -> None:
 
 def tick(event) -> int:
     return admission_tick_event(event_id=event.id).admitted
+
+
+def join_from_the_page(driver: webdriver.Chrome, base_url: str, event, customer) -> None:
+    """Signed in (directly), the customer joins the line on the waiting room's page."""
+    sign_in_directly(driver, base_url, customer)
+    driver.get(f"{base_url}/events/{event.id}/queue/")
+    wait_panel(driver, "join")
+    driver.find_element(By.ID, "join-button").click()
+    wait_panel(driver, "waiting")
 
 
 def sign_in_directly(driver: webdriver.Chrome, base_url: str, customer) -> None:

@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import Select
 
 from claims.models import Claim
 from claims.services import claim_create
-from tests.browser.conftest import sale, sign_in_directly, tick
+from tests.browser.conftest import join_from_the_page, sale, tick
 from tests.support.browser import shot, text_of, wait_for, wait_panel
 from tests.support.factories import CustomerFactory
 from tests.support.sales import admit_directly
@@ -30,11 +30,7 @@ def test_the_page_offers_the_tickets_that_are_left(phone, stack):
         quantity=3,
     )
     customer = CustomerFactory()
-    sign_in_directly(driver, stack.url, customer)
-    driver.get(f"{stack.url}/events/{event.id}/queue/")
-    wait_panel(driver, "join")
-    driver.find_element(By.ID, "join-button").click()
-    wait_panel(driver, "waiting")
+    join_from_the_page(driver, stack.url, event, customer)
     assert tick(event) == 1
     wait_panel(driver, "admitted")
 

@@ -1,16 +1,23 @@
 """The waiting room in headless Chromium: on a 390x844 phone (refresh and a
 new tab keep the place), a countdown that opens the room by itself, and a
 socket that drops (the notice says so; polling carries the admission; the
-page goes live again when the socket is back). Screenshots: docs/img/."""
+page goes live again when the socket is back), and a pre-queue page that
+learns its drawn number from the draw's public document. Screenshots:
+docs/img/."""
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from selenium.webdriver.common.by import By
 
-from tests.browser.conftest import crowd, sale, sign_in_directly, tick
+from events.models import Event
+from queueing.models import QueueEntry
+from queueing.services import admission_tick_event
+from tests.browser.conftest import crowd, join_from_the_page, sale, sign_in_directly, tick
 from tests.support.browser import new_tab, shot, text_of, wait_for, wait_panel
 from tests.support.factories import CustomerFactory
 
@@ -21,12 +28,7 @@ def test_on_a_phone_the_place_survives_a_refresh_and_a_new_tab(phone, stack):
     driver = phone
     event = sale(tickets=500, batch=20)
     crowd(event, 140)
-    sign_in_directly(driver, stack.url, CustomerFactory(email="kemi@example.test"))
-
-    driver.get(f"{stack.url}/events/{event.id}/queue/")
-    wait_panel(driver, "join")
-    driver.find_element(By.ID, "join-button").click()
-    wait_panel(driver, "waiting")
+    join_from_the_page(driver, stack.url, event, CustomerFactory(email="kemi@example.test"))
     wait_for(driver, lambda d: text_of(d, "position") == "141", what="place 141")
     wait_for(driver, lambda d: "Live" in text_of(d, "live"), what="the socket")
     assert tick(event) == 20
@@ -85,11 +87,7 @@ def test_a_dropped_socket_says_so_and_polling_carries_the_admission(desktop, sta
     driver = desktop
     event = sale(batch=10)
     crowd(event, 2)
-    sign_in_directly(driver, stack.url, CustomerFactory())
-    driver.get(f"{stack.url}/events/{event.id}/queue/")
-    wait_panel(driver, "join")
-    driver.find_element(By.ID, "join-button").click()
-    wait_panel(driver, "waiting")
+    join_from_the_page(driver, stack.url, event, CustomerFactory())
     wait_for(driver, lambda d: "Live" in text_of(d, "live"), what="the socket")
 
     stack.daphne.stop()
@@ -105,3 +103,55 @@ def test_a_dropped_socket_says_so_and_polling_carries_the_admission(desktop, sta
     stack.daphne.start()  # same port
     wait_for(driver, lambda d: "Live" in text_of(d, "live"), 40, "the socket back")
     shot(driver, "socket-drop-2-admitted-and-live")
+
+
+# Every request the page sends from now on: fetch calls (with or without the
+# customer token) and socket messages.
+RECORD_REQUESTS = """
+window.__sent = [];
+const fetch0 = window.fetch;
+window.fetch = (url, init) => {
+  const headers = (init && init.headers) || {};
+  window.__sent.push({ url: String(url), signed: Boolean(headers.Authorization) });
+  return fetch0(url, init);
+};
+const send0 = WebSocket.prototype.send;
+WebSocket.prototype.send = function (data) {
+  window.__sent.push({ url: "socket", signed: true, data: String(data) });
+  return send0.call(this, data);
+};
+"""
+
+
+def test_after_the_draw_a_pre_queue_page_reads_its_number_from_the_draw_without_asking(
+    desktop, stack
+):
+    driver = desktop
+    now = timezone.now()
+    event = sale(starts_in=3600, batch=10, prequeue_opens_at=now - timedelta(minutes=5))
+    crowd(event, 29)
+    customer = CustomerFactory()
+    join_from_the_page(driver, stack.url, event, customer)
+    wait_for(driver, lambda d: text_of(d, "position") == "30", what="place 30, the join order")
+    wait_for(driver, lambda d: "Live" in text_of(d, "live"), what="the socket")
+
+    driver.execute_script(RECORD_REQUESTS)
+    # The sale starts paused: the first tick draws the pre-queue and admits nobody.
+    Event.objects.filter(pk=event.pk).update(sale_start=timezone.now(), status="PAUSED")
+    assert admission_tick_event(event_id=event.id).shuffled == 30
+    rank = QueueEntry.objects.get(event=event, customer=customer).score
+
+    def drawn_place(d):
+        read = any("/queue/draw/" in s["url"] for s in d.execute_script("return window.__sent;"))
+        return read and text_of(d, "position") == str(rank)
+
+    wait_for(driver, drawn_place, 15, f"the draw's document read, the drawn place {rank}")
+    sent = driver.execute_script("return window.__sent;")
+    assert len([s for s in sent if "/queue/draw/" in s["url"]]) == 1, sent
+    # Its number came from the public document: nothing signed, nothing over the socket.
+    assert [s for s in sent if s["signed"]] == [], sent
+
+    Event.objects.filter(pk=event.pk).update(status="ACTIVE")
+    for _ in range((rank + 9) // 10):  # ten a tick: ours in the last
+        tick(event)
+    wait_panel(driver, "admitted", timeout=15)

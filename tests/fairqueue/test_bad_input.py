@@ -498,6 +498,7 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
             claim_id=unknown,
             payment_id=unknown,
             tier_id=unknown,
+            shard="00",
             code="ABCD-2345-EFGH-6789",
             transfer_id=unknown,
         )
@@ -515,4 +516,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 22  # the line state (GET queue/state/) among them
+    assert probed == 23  # the line state (GET queue/state/) and a draw document among them

@@ -15,6 +15,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from wsgiref.util import setup_testing_defaults
 
 import pytest
 from django.conf import settings
@@ -22,11 +23,22 @@ from django.db import connection
 from django.test import RequestFactory, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from customers import authentication, tokens
 from customers.tokens import CUSTOMER_AUDIENCE, customer_token_issue
-from fairqueue.lanes import ARRIVAL, PURCHASE, WAITING, LanedApp, Lanes, declare, lane
+from fairqueue.lanes import (
+    ARRIVAL,
+    PURCHASE,
+    WAITING,
+    LanedApp,
+    Lanes,
+    RoutedHandler,
+    declare,
+    lane,
+)
 from payments.paystack import sign
+from queueing import views
 from tests.support.processes import web_process
-from tests.support.sales import make_customers, on_sale
+from tests.support.sales import join, make_customers, make_event, on_sale
 
 E, T, C, P = (str(uuid.uuid4()) for _ in range(4))
 
@@ -350,6 +362,45 @@ def test_the_slot_comes_back_when_the_response_is_closed_or_the_app_fails():
     with pytest.raises(RuntimeError):
         laned({"REQUEST_METHOD": "GET", "PATH_INFO": "/boom"}, lambda *a: None)
     laned({"REQUEST_METHOD": "GET", "PATH_INFO": "/x"}, lambda *a: None).close()  # not stuck
+
+
+@pytest.mark.django_db(transaction=True)  # a request as the server runs it: its own connection use
+def test_a_request_through_the_lanes_is_resolved_and_its_token_verified_once(monkeypatch):
+    """The lane's proof verified the token and found the route: the view
+    takes both (config/wsgi.py serves Django this way)."""
+    event = make_event()
+    customer, _ = join(event)
+    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    calls = {"resolve": 0, "verify": 0}
+    resolve, verify = URLResolver.resolve, tokens.customer_token_verify
+
+    def counted_resolve(self, path):
+        calls["resolve"] += self is get_resolver()  # the root: once per resolution
+        return resolve(self, path)
+
+    def counted_verify(token):
+        calls["verify"] += 1
+        return verify(token)
+
+    monkeypatch.setattr(URLResolver, "resolve", counted_resolve)
+    for module in (authentication, views):
+        if hasattr(module, "customer_token_verify"):
+            monkeypatch.setattr(module, "customer_token_verify", counted_verify)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": reverse("queue-position", kwargs={"event_id": event.id}),
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "SERVER_NAME": "testserver",
+    }
+    setup_testing_defaults(environ)
+    statuses: list[str] = []
+
+    answer = LanedApp(RoutedHandler(), slots=1)(environ, lambda s, h, e=None: statuses.append(s))
+    body = b"".join(answer)
+    answer.close()
+
+    assert statuses == ["200 OK"] and json.loads(body)["position"] == 1
+    assert calls == {"resolve": 1, "verify": 1}
 
 
 class Dribble:

@@ -38,6 +38,7 @@ DOCUMENTED_ERRORS = {
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
     ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404, 429},
     ("get", "/api/v1/events/{event_id}/queue/state/"): {404},
+    ("get", "/api/v1/events/{event_id}/queue/draw/{shard}/"): {404, 503},
     ("post", "/api/v1/events/{event_id}/waitlist/"): BODY | {401, 404, 409},
     ("get", "/api/v1/events/{event_id}/waitlist/"): {401, 404, 429},
     ("delete", "/api/v1/events/{event_id}/waitlist/"): {401, 404, 503},
@@ -158,7 +159,10 @@ def test_the_throttled_operations_are_found_from_the_views():
     generator = SchemaGenerator()
     generator.get_schema(request=None, public=True)
     reads = {(path, method) for method, path in DOCUMENTED_ERRORS if method == "get"}
-    public = {("/api/v1/events/{event_id}/queue/state/", "get")}  # nobody's: not counted
+    public = {  # nobody's: not counted
+        ("/api/v1/events/{event_id}/queue/state/", "get"),
+        ("/api/v1/events/{event_id}/queue/draw/{shard}/", "get"),
+    }
     assert throttled_operations(generator) == (reads - public) | {
         ("/api/v1/auth/otp/request/", "post"),
         ("/api/v1/auth/otp/verify/", "post"),

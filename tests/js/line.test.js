@@ -1,6 +1,7 @@
 import { assert, test } from "./harness.js";
 import {
-  FAR_MAX_MS, FAR_MIN_MS, SLOW_MS, etaSince, mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
+  FAR_MAX_MS, FAR_MIN_MS, SLOW_MS, drawDelayMs, etaSince, fromDraw, mayAskAgain, nextReadMs,
+  numberFromDraw, placeIn, relearnDelayMs,
 } from "../../storefront/static/storefront/queue/line.js";
 
 const number = { position: 120, served: 1000, score: 5000, epoch: 1 };
@@ -80,6 +81,28 @@ test("relearning is spread over the state's window", () => {
   assert.equal(relearnDelayMs(state({}), noJitter), 0);
   assert.equal(relearnDelayMs(state({}), () => 0.5), 20000);
   assert.equal(relearnDelayMs(null, () => 0.5), 2500);
+});
+
+test("after the draw a page with a draw key reads its number from the draw's document", () => {
+  const before = { ...number, epoch: 0 };
+  assert.equal(fromDraw(before, "k", state({ epoch: 1 })), true);
+  assert.equal(fromDraw({ ...number, epoch: null }, "k", state({ epoch: 1 })), true);
+  assert.equal(fromDraw(null, "k", state({ epoch: 1 })), true);
+  assert.equal(fromDraw(before, null, state({ epoch: 1 })), false);  // no key: it asks
+  assert.equal(fromDraw(number, "k", state({ epoch: 1, served: 999 })), false);  // not the draw
+  assert.equal(fromDraw(before, "k", state({ epoch: 0 })), false);
+  assert.equal(fromDraw(before, "k", null), false);
+  // Within min(the window, 3 s): a cache answers nearly all of them.
+  assert.equal(drawDelayMs(state({}), () => 0.5), 1500);
+  assert.equal(drawDelayMs(state({ relearn_within_seconds: 1 }), () => 0.5), 500);
+  assert.equal(drawDelayMs(null, () => 0.999), 2997);
+  const doc = { event_id: "e", epoch: 1, served: 0, entries: { "0123456789abcd": 17 } };
+  assert.deepEqual(numberFromDraw(doc, "0123456789abcd"), { position: 17, served: 0, score: 17, epoch: 1 });
+  assert.equal(numberFromDraw(doc, "ffffffffffffff"), null);
+  assert.equal(numberFromDraw(null, "0123456789abcd"), null);
+  // Its place from there on, as from any number.
+  assert.deepEqual(placeIn(numberFromDraw(doc, "0123456789abcd"), state({ served: 10, frontier: 10 })),
+    { place: 7, admitted: false, relearn: false });
 });
 
 test("the wait counts down between reads, the place does not", () => {

@@ -10,7 +10,11 @@ from django.utils import timezone
 
 from bench.roundtrips import RoundTrips
 from claims.models import Claim
-from customers.revocation import auth_state_store, customer_token_revoke
+from customers.revocation import (
+    auth_state_store,
+    customer_token_revoke,
+    customer_tokens_revoke_all,
+)
 from customers.tokens import customer_token_issue, customer_token_verify
 from events.models import Event
 from queueing import selectors, services
@@ -150,6 +154,65 @@ def test_join_without_a_token_is_401(api, event):
     assert QueueEntry.objects.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)  # autocommit, as the API runs: no savepoint
+def test_a_join_is_one_insert_and_one_redis_round_trip_and_caches_the_sign_out_state(
+    api, redis_backend, monkeypatch
+):
+    """The join's INSERT checks the sign-out state itself (Postgres) and
+    returns it; the join's one Redis script caches it with the add (a
+    cluster holds the state on another node: not cached there)."""
+    monkeypatch.setattr(selectors, "EVENT_CACHE_SECONDS", 60)  # as in production: from the cache
+    event = make_event(tickets=1)
+    join(event)
+    services.admission_tick_event(event_id=event.id)  # the line marker, the counter
+    customer = CustomerFactory()
+    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    jti = customer_token_verify(token).jti
+
+    with RoundTrips() as counted:
+        response = api.post(url(event.id), HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    assert response.status_code == 201
+    assert response.json()["position"] == 1
+    assert (counted.redis, counted.postgres) == (1, 1)
+    cached = auth_state_store().read(customer_id=customer.id, jti=jti)
+    assert cached == ((0, False) if redis_backend == "redis" else None)
+
+
+@pytest.mark.parametrize("sign_out", ["this token", "everywhere"])
+def test_a_join_is_refused_for_a_token_signed_out_in_postgres_whatever_redis_says(
+    api, sign_out
+):
+    """Postgres is the truth: a sign-out whose Redis write was lost (its
+    on-commit write never runs here) still refuses the join. And a
+    signed-out token hears 401 before any other refusal (an event not on
+    sale, one that does not exist)."""
+    event = make_event()
+    customer = CustomerFactory()
+    token = customer_token_issue(customer_id=customer.id, email=customer.email)[0]
+    principal = customer_token_verify(token)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert api.get("/api/v1/auth/me/", **headers).status_code == 200  # the state cached
+    if sign_out == "everywhere":
+        version = customer_tokens_revoke_all(customer_id=customer.id)
+    else:
+        customer_token_revoke(principal=principal)
+
+    refused = api.post(url(event.id), **headers)
+
+    assert (refused.status_code, refused.json()["error"]["code"]) == (401, "token_revoked")
+    assert not QueueEntry.objects.filter(customer=customer).exists()
+    store = queue_store()
+    assert store.r.zscore(store.waiting_key(event.id), str(customer.id)) is None
+    if sign_out == "everywhere":  # what the on-commit writes would have cached
+        auth_state_store().version_raise(customer_id=customer.id, version=version)
+    else:
+        auth_state_store().revoke(customer_id=customer.id, jti=principal.jti)
+    for elsewhere in (make_event(status="DRAFT").id, uuid.uuid4()):
+        refused = api.post(url(elsewhere), **headers)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (401, "token_revoked")
+
+
 @pytest.mark.parametrize(
     "fields",
     [
@@ -244,6 +307,7 @@ def test_position_of_a_waiting_customer(api, event):
         "poll_after_seconds": 5,  # the next tick may admit it
         "score": entry.score,  # its number for the public line state
         "epoch": 0,
+        "draw_key": None,  # no pre-queue: no draw
     }
 
 

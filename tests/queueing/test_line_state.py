@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
@@ -17,8 +16,8 @@ from queueing import services
 from queueing.models import QueueEntry
 from queueing.services.line_state import line_state_forget
 from queueing.store import queue_store
-from queueing.wsgi import LineStateFirst
 from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
+from tests.support.front import Front
 from tests.support.sales import join, make_event
 
 pytestmark = pytest.mark.django_db
@@ -102,47 +101,28 @@ def test_a_held_state_is_read_again_once_its_next_tick_is_due(client, monkeypatc
     assert counted.redis == 1
 
 
-def environ(path: str, method: str = "GET") -> dict:
-    return {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO()}
-
-
 def test_the_web_server_answers_it_before_django_with_the_views_headers(client):
     event = make_event(tickets=10)
     services.admission_tick_event(event_id=event.id)
     via_django = read_state(client, event.id)
-    passed_on = []
-
-    def django(environ, start_response):
-        passed_on.append(environ["PATH_INFO"])
-        start_response("404 Not Found", [])
-        return [b""]
-
-    answered = {}
-
-    def start_response(status, headers):
-        answered.update(status=status, headers=dict(headers))
-
-    app = LineStateFirst(django)
+    front = Front()
     with RoundTrips() as counted:
-        body = b"".join(app(environ(state_url(event.id)), start_response))
-    assert (body, answered["status"]) == (via_django.content, "200 OK")
+        body = front.get(state_url(event.id))
+    assert (body, front.answered["status"]) == (via_django.content, "200 OK")
     assert counted.redis == 0  # the copy the Django read left in this process
     # The same headers, but the request log's id: it is not in the request log.
     django_headers = {k: v for k, v in via_django.items() if k != "X-Request-ID"}
-    assert answered["headers"] == django_headers
-    assert int(answered["headers"]["Content-Length"]) == len(body)
-    assert passed_on == []
+    assert front.answered["headers"] == django_headers
+    assert int(front.answered["headers"]["Content-Length"]) == len(body)
+    assert front.passed_on == []
     # Everything else goes to Django: another path, HEAD, a state Redis does
     # not have (Django builds it), a malformed id.
     unknown = uuid.uuid4()
-    for env in (
-        environ(f"/api/v1/events/{event.id}/queue/position/"),
-        environ(state_url(event.id), method="HEAD"),
-        environ(state_url(unknown)),
-        environ("/api/v1/events/not-a-uuid-at-all-not-a-uuid-at-all-xx/queue/state/"),
-    ):
-        app(env, start_response)
-    assert len(passed_on) == 4
+    front.get(f"/api/v1/events/{event.id}/queue/position/")
+    front.get(state_url(event.id), method="HEAD")
+    front.get(state_url(unknown))
+    front.get("/api/v1/events/not-a-uuid-at-all-not-a-uuid-at-all-xx/queue/state/")
+    assert len(front.passed_on) == 4
 
 
 def test_the_frontier_passes_a_score_exactly_when_its_customer_is_admitted(client):

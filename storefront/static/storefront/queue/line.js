@@ -12,13 +12,19 @@
      for its token (one authenticated call);
    - a state of another epoch (the pre-queue draw), or a served counter
      below the number's, means the number is stale: learn it again once,
-     at a random moment within state.relearn_within_seconds. */
+     at a random moment within state.relearn_within_seconds;
+   - after the draw, a pre-queue page (it holds a draw key) reads its number
+     from the draw's public document instead (GET events/{id}/queue/draw/
+     {shard}/, cacheable), at a random moment within
+     min(state.relearn_within_seconds, 3 s); only when the document has no
+     entry for it (or cannot be read) does it ask the authenticated way. */
 
 export const HEAD_BATCHES = 2;        // within this many batches of the head: every tick
 export const FAR_MAX_MS = 30000;      // further back: at most this apart
 export const FAR_MIN_MS = 10000;      // and at least this apart (about two ticks)
 export const JITTER_MS = 1500;        // after the tick, spread over this much
 export const SLOW_MS = 60000;         // paused or sold out: about once a minute
+export const DRAW_WITHIN_MS = 3000;   // the draw's document: read within this after the new epoch
 
 /* What the state says to a page holding `number` (or null). */
 export function placeIn(number, state) {
@@ -74,6 +80,33 @@ export function nextReadMs(state, place, now, random, saleStart = 0) {
 export function relearnDelayMs(state, random) {
   const within = Math.max(1, (state && state.relearn_within_seconds) || 5) * 1000;
   return random() * within;
+}
+
+/* Does the page read its number from the draw's document (rather than
+   asking)? It holds a draw key, and the state is the draw's epoch (1) its
+   number is not of. */
+export function fromDraw(number, drawKey, state) {
+  return Boolean(drawKey) && Boolean(state) && state.epoch === 1
+    && (!number || number.epoch !== state.epoch);
+}
+
+/* When to read the draw's document after seeing the new epoch: a random
+   moment within min(the state's window, 3 s), so a cache in front of the
+   origin answers nearly all of them. */
+export function drawDelayMs(state, random) {
+  const within = Math.max(1, (state && state.relearn_within_seconds) || 5) * 1000;
+  return random() * Math.min(DRAW_WITHIN_MS, within);
+}
+
+/* The number the draw's document gives the entry `entry` (hex digits 3-16
+   of SHA-256(draw key)), or null: the document has none for it. */
+export function numberFromDraw(doc, entry) {
+  if (!doc || !doc.entries || typeof doc.entries[entry] !== "number"
+      || typeof doc.served !== "number") {
+    return null;
+  }
+  const rank = doc.entries[entry];
+  return { position: rank, served: doc.served, score: rank, epoch: doc.epoch };
 }
 
 /* The estimated wait counting down between two reads of the state: the

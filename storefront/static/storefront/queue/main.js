@@ -5,7 +5,9 @@
    places itself from the public line state (line.js), which the socket
    brings when the line moves near it, or which it reads itself (cacheable)
    without a socket. It asks once more for its token when the line state
-   says its turn came, and once after the pre-queue draw. */
+   says its turn came. After the pre-queue draw a pre-queue page reads its
+   number from the draw's public document (its own draw key says where);
+   only without one does it ask once more. */
 import { api, errorText, pageConfig, session } from "../lib/api.js";
 import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
@@ -14,7 +16,7 @@ import { ChooseStep } from "./choose.js";
 import { HoldPanel } from "./hold.js";
 import { untilText, untilWords } from "./countdown.js";
 import {
-  mayAskAgain, nextReadMs, placeIn, relearnDelayMs,
+  drawDelayMs, fromDraw, mayAskAgain, nextReadMs, numberFromDraw, placeIn, relearnDelayMs,
 } from "./line.js";
 import { LiveLink, pollDelayMs } from "./live.js";
 import {
@@ -29,6 +31,7 @@ import { WaitingPanel } from "./waiting.js";
 
 const cfg = pageConfig();
 const PUSH_GRACE_MS = 2000;
+const DRAW_TRIES = 3;  // reads of the draw's document (404/503) before asking instead
 const API = cfg.api;
 const EVENT = cfg.event_id;
 const event = {
@@ -40,6 +43,8 @@ const state = {
   phase: null,
   me: null,
   number: null,       // our number: {position, served, score, epoch} (join answer or a snapshot)
+  drawKey: null,      // our key to the pre-queue draw's documents (pre-queue numbers only)
+  entryId: null,      // the queue entry our number belongs to
   line: null,         // the last line state (GET queue/state/, or the socket's `line`)
   lineAt: 0,          // when it arrived (ms)
   lineTimer: null,    // the next read of the line state
@@ -154,19 +159,57 @@ function onLine(line) {
 
 /* Our number: from the join's answer, a snapshot, or GET me/. */
 function takeNumber(q) {
-  state.number = { position: q.position, served: q.served, score: q.score, epoch: q.epoch };
+  state.drawKey = q.draw_key || null;
+  state.entryId = q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id) || state.entryId;
+  setNumber({ position: q.position, served: q.served, score: q.score, epoch: q.epoch });
+}
+
+function setNumber(n) {
+  state.number = n;
   state.askedServed = null;
-  waiting.track(q.queue_entry_id || (state.me && state.me.queue && state.me.queue.queue_entry_id), q.position);
+  waiting.track(state.entryId, n.position);
 }
 
 /* After the draw: learn the number again once, at a random moment within
-   the state's window (every page at once would be the whole line at once). */
+   the state's window (every page at once would be the whole line at once);
+   a pre-queue page reads it from the draw's public document, sooner (a
+   cache answers it). */
 function relearnLater(line) {
   if (state.relearnTimer) return;
+  const drawn = fromDraw(state.number, state.drawKey, line);
   state.relearnTimer = window.setTimeout(() => {
     state.relearnTimer = null;
+    if (drawn) readDraw(DRAW_TRIES); else askOwn();
+  }, drawn ? drawDelayMs(line, Math.random) : relearnDelayMs(line, Math.random));
+}
+
+/* Where our draw key's rank is: [shard, entry], the hex digits of its
+   SHA-256 (null where the browser has no Web Crypto: not a secure context). */
+async function drawPlace(key) {
+  if (!window.crypto || !window.crypto.subtle) return null;
+  const digest = await window.crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  return [hex.slice(0, 2), hex.slice(2, 16)];
+}
+
+/* Our number from the draw's public document (no sign-in, cacheable);
+   asked the authenticated way when it has none for us or cannot be read. */
+async function readDraw(tries) {
+  if (state.phase !== "waiting" || !fromDraw(state.number, state.drawKey, state.line)) return;
+  const place = await drawPlace(state.drawKey);
+  if (!place) { askOwn(); return; }
+  const r = await api("GET", API + "events/" + EVENT + "/queue/draw/" + place[0] + "/", { anonymous: true, cache: "default" });
+  if (state.phase !== "waiting") return;
+  const drawn = r.ok ? numberFromDraw(r.data, place[1]) : null;
+  if (drawn) {
+    setNumber(drawn);
+    if (state.line) onLine(state.line);  // admitted meanwhile: the frontier says so
+    else drawWaiting();
+  } else if (!r.ok && tries > 1 && (r.status === 404 || r.status === 503 || r.status === 0)) {
+    window.setTimeout(() => readDraw(tries - 1), Math.max(1, r.retryAfter || 1) * 1000);
+  } else {
     askOwn();
-  }, relearnDelayMs(line, Math.random));
+  }
 }
 
 /* One question about ourselves: over the socket when it is open (the answer
