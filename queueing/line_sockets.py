@@ -11,8 +11,12 @@ Sockets carry news, not the clock. Per tick, the process's registry:
   socket further back hears the line about every FAR_SHARE ticks;
 - nothing more when the tick admitted nobody (the line did not move);
 - when the epoch changed (the pre-queue draw), the state once to every
-  socket whose number belongs to the old one: its page learns its number
-  again (event-wide news, once per sale).
+  socket whose number belongs to the old one (event-wide news, once per
+  sale), and places those sockets again from the waiting set: one round
+  trip to Redis per process (a ZRANK per customer, off the event loop),
+  their number ``rank + 1 + served`` as the set has them; those the set
+  does not hold, or all when Redis cannot say, stay unplaced (the far turn)
+  until their next snapshot.
 
 Summed over processes, a tick costs at most ``2 x admitted + sockets /
 FAR_SHARE`` frames with one socket per customer (a customer's second tab
@@ -37,7 +41,10 @@ import logging
 import weakref
 from typing import Any, Protocol
 
+from asgiref.sync import sync_to_async
+
 from queueing.pushes import LINE_TYPE, line_group
+from queueing.store import queue_store
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +53,9 @@ FAR_SHARE = 6
 # Sends between two yields to the event loop, so the reader and the
 # sockets' writes go on while a tick reaches many sockets.
 SENDS_PER_YIELD = 64
-# The number of a socket with no place (its page learns its number again,
-# or its snapshot had none): after every placed one, in the far turn.
+# The number of a socket with no place (the waiting set did not say after an
+# epoch change, or its snapshot had none): after every placed one, in the
+# far turn.
 UNPLACED = 2**62
 
 
@@ -97,7 +105,7 @@ class LineSockets:
     ) -> None:
         """Its snapshot: WAITING with ``number`` (position + served) in
         ``epoch``, or not waiting (out of the line order). A snapshot of an
-        older epoch than the line's gets the line state at once (its page
+        older epoch than the line's leaves it unplaced (its page
         learns its number again)."""
         seq = self.seq_of.get(socket)
         if seq is None:
@@ -146,25 +154,46 @@ class LineSockets:
                 sent += await self._send(socket, text, sent)
         if self.epoch != epoch:
             self.epoch = epoch
-            sent += await self._new_epoch(state, epoch, sent)
+            sent += await self._new_epoch(state, epoch, served, sent)
         if admitted > 0:
             sent += await self._line_moved(state, served, admitted, sent)
         self.frames += sent
         return sent
 
-    async def _new_epoch(self, state: str, epoch: int, sent: int) -> int:
+    async def _new_epoch(self, state: str, epoch: int, served: int, sent: int) -> int:
         """Everyone whose number belongs to another epoch hears the state
-        once, and waits unplaced for its new snapshot."""
+        once, and is placed at its number in the new one (unplaced when the
+        waiting set does not say)."""
+        stale = [(seq, entry) for seq, entry in self.entries.items() if entry.epoch != epoch]
+        numbers = await self._numbers({str(e.socket.customer_id) for _, e in stale}, served)
         frames = 0
-        for seq, entry in list(self.entries.items()):
-            if entry.epoch == epoch:
+        for seq, entry in stale:
+            if self.entries.get(seq) is not entry:  # gone or placed meanwhile
                 continue
             self._unplace(seq)
-            entry.key = (UNPLACED, seq)
+            number = numbers.get(str(entry.socket.customer_id))
+            if number is not None:
+                entry.epoch = epoch
+            entry.key = (UNPLACED if number is None else number, seq)
             self.entries[seq] = entry
             bisect.insort(self.order, entry.key)
             frames += await self._send(entry.socket, state, sent + frames)
         return frames
+
+    async def _numbers(self, customers: set[str], served: int) -> dict[str, int]:
+        """Each customer's number (rank + 1 + served) in the event's waiting
+        set; those it does not hold are left out, and everyone when Redis
+        cannot say (the store logs it)."""
+        if not customers:
+            return {}
+        answer = await sync_to_async(queue_store().places, thread_sensitive=False)(
+            event_id=self.event_id, customer_ids=sorted(customers)
+        )
+        if answer is None:
+            return {}
+        served_now, places = answer
+        base = served if served_now is None else served_now
+        return {customer: place + base for customer, place in places.items()}
 
     async def _line_moved(self, state: str, served: int, admitted: int, sent: int) -> int:
         frames = 0

@@ -405,6 +405,24 @@ class QueueStore(RedisStore):
         built, waiting = pipe.execute()
         return int(waiting) if built else None
 
+    @best_effort(None)
+    def places(
+        self, *, event_id: object, customer_ids: list[str]
+    ) -> tuple[int | None, dict[str, int]] | None:
+        """(served, {customer: rank + 1}) of those in the waiting set, read in
+        one round trip (one ZRANK each; served None without a counter); None
+        when Redis could not be asked or does not hold the whole line."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.exists(self.line_key(event_id))
+        pipe.get(self.served_key(event_id))
+        for customer in customer_ids:
+            pipe.zrank(self.waiting_key(event_id), customer)
+        built, served, *ranks = pipe.execute()
+        if not built:
+            return None
+        places = {c: int(r) + 1 for c, r in zip(customer_ids, ranks, strict=True) if r is not None}
+        return _int(served), places
+
     # --- rebuild / reconcile ----------------------------------------------
     @best_effort(None)
     def sizes(self, *, event_id: object) -> tuple[int, int]:

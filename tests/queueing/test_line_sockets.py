@@ -20,6 +20,7 @@ from queueing.consumers import QueueConsumer
 from queueing.line_sockets import FAR_SHARE, UNPLACED, LineSockets
 from queueing.models import QueueEntry
 from queueing.selectors import waiting_rank
+from queueing.store import queue_store
 from tests.support.sales import join, make_event
 
 
@@ -147,6 +148,52 @@ def test_the_draw_tells_each_socket_of_the_old_epoch_once_until_it_learns_again(
     # A snapshot of the old epoch arriving late is unplaced at once.
     registry.place(sockets[8], waiting=True, number=2, epoch=0)
     assert registry.entries[registry.seq_of[sockets[8]]].key[0] == UNPLACED
+
+
+def drawn_line(event_id: str, order: list[Socket], *, served: int = 0) -> None:
+    """The waiting set after the draw: ``order`` at ranks 0, 1, ... (the
+    whole line: its marker set), and the served counter."""
+    store = queue_store()
+    store.r.zadd(store.waiting_key(event_id), {s.customer_id: i for i, s in enumerate(order)})
+    store.line_mark(event_id=event_id)
+    store.r.set(store.served_key(event_id), served)
+
+
+def test_the_draw_places_the_sockets_at_their_drawn_numbers():
+    registry, sockets = line_of(30, epoch=0)  # event "e", numbered by the pre-queue
+    drawn = sockets[::-1]  # the draw reverses the line; one left meanwhile
+    left = drawn.pop(3)
+    drawn_line("e", drawn)
+    state = json.dumps({"type": "line", "epoch": 1})
+    frames = async_to_sync(registry.receive)(
+        tick_message(served=0, admitted=[], epoch=1, state=state)
+    )
+    assert frames == 30 and all(s.frames == [state] for s in sockets)
+    place_of = {registry.entries[registry.seq_of[s]].key[0]: s for s in sockets}
+    assert place_of.pop(UNPLACED) is left
+    assert place_of == dict(enumerate(drawn, start=1))
+    # The first admitting tick: the next batch (drawn places 1..5 after it)
+    # hears the line; the ones further back only in the far turn.
+    admitted = [s.customer_id for s in drawn[:5]]
+    before = {s.customer_id: len(s.frames) for s in sockets}
+    async_to_sync(registry.receive)(tick_message(served=5, admitted=admitted, epoch=1))
+    heard = {s.customer_id for s in sockets if len(s.frames) - before[s.customer_id] == 1}
+    near = {s.customer_id for s in drawn[5:10]}
+    assert near <= heard - set(admitted)
+    assert len(heard - near - set(admitted)) <= len(sockets) // FAR_SHARE
+    assert left.customer_id not in heard  # unplaced: after every placed one
+
+
+@pytest.mark.usefixtures("dead_redis")
+def test_the_draw_without_redis_leaves_the_sockets_unplaced():
+    registry, sockets = line_of(12, epoch=0)
+    state = json.dumps({"type": "line", "epoch": 1})
+    frames = async_to_sync(registry.receive)(
+        tick_message(served=0, admitted=[], epoch=1, state=state)
+    )
+    assert frames == 12 and all(s.frames == [state] for s in sockets)
+    assert all(key[0] == UNPLACED for key in registry.order)
+    assert registry.epoch == 1
 
 
 # --- through the real consumer, the real ticks and the Redis channel layer ----------------

@@ -66,3 +66,12 @@ def test_readmit_moves_every_member_in_batches_and_sets_served_once(redis_clean)
     # The counter never goes back.
     assert store.readmit(event_id=event, members=[], served=7) == []
     assert store.served(event_id=event) == 42
+
+
+def test_places_reads_the_served_counter_and_each_rank_in_one_round_trip(redis_clean):
+    store = queue_store()
+    store.r.zadd(store.waiting_key("e"), {"a": 30, "b": 10, "c": 20})
+    store.r.set(store.served_key("e"), 7)
+    assert store.places(event_id="e", customer_ids=["a", "b", "gone"]) is None  # line not built
+    store.line_mark(event_id="e")
+    assert store.places(event_id="e", customer_ids=["a", "b", "gone"]) == (7, {"a": 3, "b": 1})
