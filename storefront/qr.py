@@ -56,7 +56,10 @@ def _png(symbol: segno.QRCode, *, scale: int, border: int) -> bytes:
     """The symbol as the 1-bit greyscale PNG segno's writer makes, pixel for
     pixel, in a fifth of its time (it packs each pixel row byte by byte in
     Python; here a row is one integer): each module row is written once and
-    repeated ``scale - 1`` times by PNG's "Up" filter (the row above again)."""
+    repeated ``scale - 1`` times by PNG's "Up" filter (the row above again).
+    Written here because no library fits better: segno's own writer is the
+    slow part, and an image library (Pillow) would add a C imaging stack to
+    the worker for one 1-bit image that PNG's format makes a few lines."""
     modules = len(symbol.matrix[0]) + 2 * border
     stride = (modules * scale + 7) // 8
     again = (b"\x02" + bytes(stride)) * (scale - 1)

@@ -73,6 +73,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "tier-seat-map": ({"event_id": E, "tier_id": T}, {"GET": WAITING}),
     # arrival: joining, signing in, pages, the door, health and metrics
     "queue-state": ({"event_id": E}, {"GET": ARRIVAL}),
+    "queue-draw-shard": ({"event_id": E, "shard": "ab"}, {"GET": ARRIVAL}),
     "otp-request": ({}, {"POST": ARRIVAL}),
     "otp-verify": ({}, {"POST": ARRIVAL}),
     "event-list": ({}, {"GET": ARRIVAL}),
