@@ -105,5 +105,13 @@ async function leave() {
 if (box) {
   document.getElementById("waitlist-join").addEventListener("click", join);
   document.getElementById("waitlist-leave").addEventListener("click", leave);
+  // An offer can come after the list was read: when the page shows its
+  // admission while on the list, the entry is read at once for the offer.
+  const admitted = document.querySelector("[data-panel=admitted]");
+  if (admitted) {
+    new MutationObserver(() => {
+      if (!admitted.hidden && document.getElementById("room").classList.contains("on-waitlist")) load();
+    }).observe(admitted, { attributes: true, attributeFilter: ["hidden"] });
+  }
   load();
 }
