@@ -12,15 +12,28 @@ whatever the settings are when the page is served:
   (``WEBSOCKET_PUBLIC_URL``, or ``WS_PORT`` beside the web server under
   `make run`, on whatever host the browser used);
 - the bot challenge's script and frame (``CHALLENGE_SCRIPT_URL``), when on.
+
+An answer nothing marked (no ``csp_*`` decorator on its view, no nonce
+asked for) gets the headers these settings make, built once per settings
+rather than once per answer (every API answer: building them was a tenth of
+a position read's CPU); Django's ``setting_changed`` (``override_settings``,
+the tests' ``settings``) builds them again. A marked answer is django-csp's
+to build.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
 from urllib.parse import urlsplit
 
-from csp.middleware import CSPMiddleware, PolicyParts
+from csp.constants import HEADER, HEADER_REPORT_ONLY
+from csp.exceptions import CSPNonceError
+from csp.middleware import CheckableLazyObject, CSPMiddleware, PolicyParts
 from csp.utils import build_policy
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponseBase
 
 from fairqueue.challenge import challenge_enabled
@@ -50,7 +63,71 @@ def site_policy() -> str:
     return build_policy(update=site_sources())
 
 
+# The settings the headers are made of (django-csp's and site_sources').
+_POLICY_SETTINGS = frozenset(
+    {
+        "CONTENT_SECURITY_POLICY",
+        "CONTENT_SECURITY_POLICY_REPORT_ONLY",
+        "WEBSOCKET_PUBLIC_URL",
+        "WS_PORT",
+        "CHALLENGE_PROVIDER",
+        "CHALLENGE_SCRIPT_URL",
+    }
+)
+# What django-csp's view decorators leave on an answer.
+_MARKS = tuple(
+    f"_csp_{mark}{suffix}"
+    for mark in ("config", "update", "replace", "exempt")
+    for suffix in ("", "_ro")
+)
+# django-csp leaves Django's debug pages alone.
+_DEBUG_PAGES = (404, 500)
+
+
+@functools.cache
+def _site_headers() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(header, policy, path prefixes it is not given to) of an unmarked
+    answer, as django-csp builds them with our ``get_policy_parts``."""
+    made = []
+    for header, setting, policy in (
+        (HEADER, "CONTENT_SECURITY_POLICY", site_policy()),
+        (HEADER_REPORT_ONLY, "CONTENT_SECURITY_POLICY_REPORT_ONLY", build_policy(report_only=True)),
+    ):
+        if policy:
+            prefixes = (getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES")
+            made.append((header, policy, tuple(prefixes or ())))
+    return tuple(made)
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in _POLICY_SETTINGS:
+        _site_headers.cache_clear()
+
+
+def _nonce_after_answer() -> None:
+    raise CSPNonceError(
+        "The CSP header of this answer is written: a nonce asked for now is in none."
+    )
+
+
 class SitePolicyMiddleware(CSPMiddleware):
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        """django-csp's, with the headers of an unmarked answer built once."""
+        marked = any(hasattr(response, mark) for mark in _MARKS)
+        if marked or getattr(request, "_csp_nonce", None) is not None:
+            return super().process_response(request, response)
+        if response.status_code in _DEBUG_PAGES and settings.DEBUG:
+            return response
+        for header, policy, excluded in _site_headers():
+            if header not in response and not request.path_info.startswith(excluded):
+                response[header] = policy
+        # As django-csp: a nonce asked for after the header was written fails loudly.
+        request.csp_nonce = CheckableLazyObject(_nonce_after_answer)  # type: ignore[attr-defined]
+        return response
+
     def get_policy_parts(
         self, request: HttpRequest, response: HttpResponseBase, report_only: bool = False
     ) -> PolicyParts:
