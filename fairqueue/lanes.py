@@ -39,7 +39,8 @@ request takes a slot, from its headers and its body already read (no
 database, no Redis); the view checks everything again (a customer token
 verified here is not verified twice: customers.authentication). The route
 is found with Django's own resolver (tests/fairqueue/test_lanes.py checks
-every route), once: ``RoutedHandler`` hands Django the match found here.
+every route), once (and remembered per path, ``_resolved``): ``RoutedHandler``
+hands Django the match found here.
 Written here rather than taken from a library: granian has no request
 priorities, and a Django middleware runs too late (inside the app,
 after a thread and a database connection were taken). Django's database
@@ -49,6 +50,7 @@ since any of the waiting threads may run next.
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import time
@@ -59,7 +61,7 @@ from typing import Any, TypeVar
 
 from django.core.handlers.wsgi import WSGIHandler, get_path_info
 from django.http import HttpRequest
-from django.urls import Resolver404, ResolverMatch, resolve
+from django.urls import Resolver404, ResolverMatch, URLResolver, get_resolver, get_urlconf
 from prometheus_client import Histogram
 
 PURCHASE, WAITING, ARRIVAL = "purchase", "waiting", "arrival"
@@ -115,13 +117,26 @@ def place(environ: dict[str, Any]) -> tuple[str, str]:
     there; arrival otherwise) and its route (the URL pattern it matches)."""
     path = get_path_info(environ)
     try:
-        match = resolve(path)
+        match = _resolved(get_resolver(get_urlconf()), path)
     except Resolver404:
         return ARRIVAL, UNROUTED
     environ[_RESOLVED] = (path, match)
     declared = getattr(match.func, _ATTRIBUTE, None)
     name = declared.lane(environ) if isinstance(declared, Declared) else ARRIVAL
     return name, match.route
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(resolver: URLResolver, path: str) -> ResolverMatch:
+    """``resolve(path)``, remembered: a sale's hot paths are few and each is
+    asked for by everyone (one position path per event for all who wait),
+    and walking the nested URLconfs to an app's route costs tens of
+    microseconds of CPU each time. A new URLconf is a new resolver (Django's
+    ``clear_url_caches``), so a new key; a path no pattern matches raises
+    and is not remembered; paths made up to churn it cost what resolving
+    costs anyway. A match is shared by the requests of its path: Django and
+    our middleware only read it (the view gets a copy of its arguments)."""
+    return resolver.resolve(path)
 
 
 def lane(environ: dict[str, Any]) -> str:

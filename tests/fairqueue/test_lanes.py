@@ -34,6 +34,7 @@ from fairqueue.lanes import (
     RoutedHandler,
     declare,
     lane,
+    place,
 )
 from payments.paystack import sign
 from queueing import views
@@ -402,6 +403,34 @@ def test_a_request_through_the_lanes_is_resolved_and_its_token_verified_once(mon
 
     assert statuses == ["200 OK"] and json.loads(body)["position"] == 1
     assert calls == {"resolve": 1, "verify": 1}
+
+
+def test_a_path_is_resolved_once_for_all_its_requests_and_again_under_a_new_urlconf(
+    monkeypatch,
+):
+    """Everyone waiting for an event reads the same position path: the lanes
+    resolve it once (``_resolved``), and again once the URLconf changes."""
+    calls = {"resolve": 0}
+    resolve = URLResolver.resolve
+
+    def counted_resolve(self, path):
+        calls["resolve"] += self is get_resolver()  # the root: once per resolution
+        return resolve(self, path)
+
+    monkeypatch.setattr(URLResolver, "resolve", counted_resolve)
+    path = reverse("queue-position", kwargs={"event_id": uuid.uuid4()})
+
+    def routed() -> str:
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path}
+        setup_testing_defaults(environ)
+        return place(environ)[1]
+
+    routes = [routed() for _ in range(3)]
+    with override_settings(ROOT_URLCONF=settings.ROOT_URLCONF):  # Django clears its URL caches
+        again = routed()
+
+    assert routes == [again] * 3 and again.endswith("events/<uuid:event_id>/queue/position/")
+    assert calls == {"resolve": 2}
 
 
 class Dribble:
