@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rest_framework import permissions
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from django.http import HttpRequest
+from rest_framework import HTTP_HEADER_ENCODING, permissions
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
 from customers.revocation import customer_signed_in
@@ -18,12 +19,14 @@ from customers.tokens import CustomerPrincipal, customer_token_verify
 from fairqueue.errors import ErrorCode, Unauthenticated
 
 
-def bearer_token(request: Request) -> str | None:
+def bearer_token(request: Request | HttpRequest) -> str | None:
     """The token of ``Authorization: Bearer <token>``; None without one (401
     for a malformed header). A view that checks the token itself (queueing's
     position read, which reads the sign-out state in its own round trip)
-    starts here."""
-    header = get_authorization_header(request).split()
+    starts here, with DRF's request or Django's."""
+    # DRF's get_authorization_header, for Django's request too.
+    raw = request.META.get("HTTP_AUTHORIZATION", b"")
+    header = (raw.encode(HTTP_HEADER_ENCODING) if isinstance(raw, str) else raw).split()
     if not header or header[0].lower() != b"bearer":
         return None
     if len(header) != 2:
@@ -56,7 +59,7 @@ def token_signed(environ: dict[str, Any]) -> bool:
 _VERIFIED = "fairqueue.customer_token"
 
 
-def customer_token_verified(request: Request, token: str) -> CustomerPrincipal:
+def customer_token_verified(request: Request | HttpRequest, token: str) -> CustomerPrincipal:
     """``customer_token_verify`` of the request's ``token``, unless its lane's
     proof verified it already (``token_signed``) and it has not expired since."""
     held = request.META.get(_VERIFIED)

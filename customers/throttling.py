@@ -186,9 +186,11 @@ def customer_bucket_store() -> CustomerBucketStore:
     return _bucket_store
 
 
+# The bucket of a customer's authenticated reads.
+READS = "reads"
 # Buckets whose requests Postgres answers without Redis: uncounted, not
 # refused, while Redis cannot count.
-POSTGRES_ANSWERS = frozenset({"reads"})
+POSTGRES_ANSWERS = frozenset({READS})
 
 
 @dataclass(frozen=True)
@@ -201,9 +203,9 @@ class BucketInScript:
 
 
 def read_bucket_in_script(*, customer_id: object) -> BucketInScript:
-    bucket = bucket_parse(settings.CUSTOMER_BUCKETS["reads"])
+    bucket = bucket_parse(settings.CUSTOMER_BUCKETS[READS])
     return BucketInScript(
-        key=CustomerBucketStore.key("reads", str(customer_id)),
+        key=CustomerBucketStore.key(READS, str(customer_id)),
         args=CustomerBucketStore.args(bucket),
     )
 
@@ -239,7 +241,7 @@ class CustomerBucketThrottle(BaseThrottle):
     @staticmethod
     def scope(view: Any, method: str) -> str | None:
         bucket: str | None = getattr(view, "customer_bucket", None)
-        return bucket or ("reads" if method.upper() in SAFE_METHODS else None)
+        return bucket or (READS if method.upper() in SAFE_METHODS else None)
 
     @classmethod
     def throttles(cls, view_class: Any, method: str) -> bool:

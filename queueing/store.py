@@ -31,6 +31,7 @@ which are nothing but Redis work, are ``@required`` (``RedisUnavailable``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -184,19 +185,9 @@ class QueueStore(RedisStore):
     @best_effort(None)
     def position(self, *, event_id: object, customer_id: object) -> PositionAnswer:
         reply = self.scripts["position"](
-            keys=self._position_keys(event_id), args=[str(customer_id)]
+            keys=list(_position_keys(str(event_id))), args=[str(customer_id)]
         )
         return self._position_answer(reply)
-
-    def _position_keys(self, event_id: object) -> list[str]:
-        return [
-            self.waiting_key(event_id),
-            self.admitted_key(event_id),
-            self.rate_key(event_id),
-            self.served_key(event_id),
-            self.line_key(event_id),
-            self.shuffled_key(event_id),
-        ]
 
     @staticmethod
     def _position_answer(reply: list) -> PositionAnswer:
@@ -231,7 +222,7 @@ class QueueStore(RedisStore):
         if isinstance(self.r, redis.RedisCluster):
             return None
         reply = self.scripts["position"](
-            keys=[*self._position_keys(event_id), hash_key, bucket_key],
+            keys=[*_position_keys(str(event_id)), hash_key, bucket_key],
             args=[str(customer_id), *bucket_args, *fields],
         )
         return self._position_answer(reply[:6]), reply[6], int(reply[7])
@@ -515,6 +506,19 @@ class QueueStore(RedisStore):
             self.state_key(event_id),
             self.draw_key(event_id),
         )
+
+
+@functools.lru_cache(maxsize=256)  # the events on sale: a position read per waiting customer
+def _position_keys(event_id: str) -> tuple[str, ...]:
+    """The keys of ``lua/position.lua`` (KEYS[1..6]), built once per event."""
+    return (
+        QueueStore.waiting_key(event_id),
+        QueueStore.admitted_key(event_id),
+        QueueStore.rate_key(event_id),
+        QueueStore.served_key(event_id),
+        QueueStore.line_key(event_id),
+        QueueStore.shuffled_key(event_id),
+    )
 
 
 _store: QueueStore | None = None

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.request import Request
 
 from bench.roundtrips import RoundTrips
 from claims.models import Claim
@@ -180,9 +181,7 @@ def test_a_join_is_one_insert_and_one_redis_round_trip_and_caches_the_sign_out_s
 
 
 @pytest.mark.parametrize("sign_out", ["this token", "everywhere"])
-def test_a_join_is_refused_for_a_token_signed_out_in_postgres_whatever_redis_says(
-    api, sign_out
-):
+def test_a_join_is_refused_for_a_token_signed_out_in_postgres_whatever_redis_says(api, sign_out):
     """Postgres is the truth: a sign-out whose Redis write was lost (its
     on-commit write never runs here) still refuses the join. And a
     signed-out token hears 401 before any other refusal (an event not on
@@ -332,6 +331,44 @@ def test_a_position_read_checks_the_sign_out_in_the_same_round_trip(
     assert response.status_code == 200
     assert response.json()["position"] == 1
     assert (counted.redis, counted.postgres) == ((1, 0) if redis_backend == "redis" else (3, 0))
+
+
+def test_a_position_read_wraps_no_drf_request_and_refuses_in_the_one_envelope(
+    api, event, monkeypatch
+):
+    """The read with a token is answered without DRF's request wrapping;
+    what it refuses (not in line, a malformed header, a bad signature) is
+    the envelope DRF's handler makes, with the headers DRF's way gives."""
+    customer, _ = join(event)
+    stranger = CustomerFactory()
+    wrapped: list[str] = []
+    init = Request.__init__
+
+    def counted(self, request, *args, **kwargs):
+        wrapped.append(request.method)
+        init(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(Request, "__init__", counted)
+    position = url(event.id, "position/")
+
+    read = api.get(position, **bearer(customer))
+    read_wrapped, wrapped[:] = list(wrapped), []
+    refused = {
+        "not_in_queue": api.get(position, **bearer(stranger)),
+        "not_authenticated": api.get(position, HTTP_AUTHORIZATION="Bearer a b"),
+        "invalid_token": api.get(position, HTTP_AUTHORIZATION="Bearer a.b.c"),
+    }
+    head = api.head(position, **bearer(customer))
+
+    assert read.status_code == 200 and read.json()["position"] == 1
+    assert read_wrapped == []
+    assert read["Allow"] == "GET, HEAD, OPTIONS" and read["Cache-Control"] == "private, no-store"
+    for code, answer in refused.items():
+        assert answer.status_code in (401, 404), code
+        assert answer.json()["error"]["code"] == code
+        assert answer["Allow"] == "GET, HEAD, OPTIONS"
+    assert head.status_code == 200 and head["Content-Length"] == read["Content-Length"]
+    assert wrapped == ["GET"] * 3 + ["HEAD"]  # a refusal and HEAD: DRF's way
 
 
 def test_a_signed_out_token_reads_no_place(api, event):
