@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 import events.selectors
@@ -9,6 +11,8 @@ from events.models import TicketTier
 from events.selectors import tier_snapshot_forget
 from tests.claims.resale_support import buy
 from tests.support.factories import CustomerFactory
+from tests.support.redis_proxy import RedisProxy
+from tests.support.redis_server import app_redis
 from tests.support.sales import Admitted, admit_directly, on_sale
 
 
@@ -49,3 +53,16 @@ def shop(api, client, gateway, django_capture_on_commit_callbacks, eager_tasks):
         )
 
     return purchase
+
+
+@pytest.fixture
+def lossy(monkeypatch, settings) -> Iterator[RedisProxy]:
+    """The app's Redis seen through a proxy that can lose a reply, with a
+    short socket timeout (the retry comes quickly)."""
+    proxy = RedisProxy(settings.REDIS_URL)
+    settings.REDIS_SOCKET_TIMEOUT = 0.3
+    try:
+        with app_redis(proxy, monkeypatch, settings):
+            yield proxy
+    finally:
+        proxy.close()

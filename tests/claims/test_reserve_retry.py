@@ -6,7 +6,6 @@ tickets once, and is not refused by the claimer's own lock."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,8 +13,6 @@ from claims.models import Claim
 from claims.services.claiming import CLAIM_LOCK_TTL_MS, LOCKED, claim_lock_key
 from fairqueue.redis import get_redis
 from inventory.store import InventoryStore, inventory_store
-from tests.support.redis_proxy import RedisProxy
-from tests.support.redis_server import app_redis
 from tests.support.sales import (
     admit_directly,
     claim_one,
@@ -26,19 +23,6 @@ from tests.support.sales import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def lossy(monkeypatch, settings) -> Iterator[RedisProxy]:
-    """The app's Redis seen through a proxy that can lose a reply, with a
-    short socket timeout (the retry comes quickly)."""
-    proxy = RedisProxy(settings.REDIS_URL)
-    settings.REDIS_SOCKET_TIMEOUT = 0.3
-    try:
-        with app_redis(proxy, monkeypatch, settings):
-            yield proxy
-    finally:
-        proxy.close()
 
 
 def reserve_args(tier, *, lock_token: str | None):
