@@ -199,3 +199,30 @@ def test_an_offer_made_after_the_end_lapses_though_the_line_stopped_its_clock(
     assert report.offered == [str(next_one.id)]
     offer = api.get(waitlist(tier.event_id), **bearer(next_one)).json()
     assert offer["status"] == "offered" and offer["admission_token"]
+
+
+def test_after_the_end_an_offer_gets_back_the_time_no_round_ran(
+    api, shop, django_capture_on_commit_callbacks, settings
+):
+    """The beat stood still after the sale (no round of the list for more
+    than three intervals): the offer open meanwhile is given that time back
+    instead of lapsing, as the line's admissions are."""
+    settings.ADMISSION_INTERVAL_SECONDS = 0.2
+    on_commit = django_capture_on_commit_callbacks
+    tier = resale_event(tickets=1)
+    (first,) = admitted(tier.event, 1)
+    seller = shop(tier, first)
+    sale_ends(tier.event, on_commit)
+    Event.objects.filter(pk=tier.event_id).update(admission_window_seconds=1)
+    list_open_since_a_while(tier.event_id)
+    (offered,) = join_list(api, tier.event_id, 1)
+    return_ticket(api, seller, seller.tickets()[0], on_commit)
+    window = QueueEntry.objects.get(customer=offered).admission_expires_at
+
+    time.sleep(1.5)  # no round runs: the window would have lapsed
+    waitlist_tick_event(event_id=tier.event_id)
+
+    offer = QueueEntry.objects.get(customer=offered)
+    assert offer.status == QueueStatus.ADMITTED
+    assert offer.admission_expires_at > window
+    assert api.get(waitlist(tier.event_id), **bearer(offered)).json()["status"] == "offered"
