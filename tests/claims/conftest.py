@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import events.selectors
 from events.models import TicketTier
 from events.selectors import tier_snapshot_forget
+from fairqueue.redis import get_redis
 from tests.claims.resale_support import buy
 from tests.support.factories import CustomerFactory
 from tests.support.redis_proxy import RedisProxy
@@ -66,3 +68,11 @@ def lossy(monkeypatch, settings) -> Iterator[RedisProxy]:
             yield proxy
     finally:
         proxy.close()
+
+
+def lose_script_reply(proxy: RedisProxy, script: Any) -> None:
+    """The next run of ``script`` (a registered script) happens in Redis and
+    its reply is lost. Loaded first: otherwise the reply lost is NOSCRIPT and
+    the script runs once, on redis-py's reload, whatever it does on a retry."""
+    get_redis().script_load(script.script)
+    proxy.lose_reply_to(script.sha.encode())

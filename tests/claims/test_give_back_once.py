@@ -11,9 +11,9 @@ import pytest
 
 from claims.domain import ReleaseReason
 from claims.services import claim_release, claims_expire
-from fairqueue.redis import get_redis
 from inventory.models import Ticket
 from inventory.store import GIVE_BACK_MARK_MS, InventoryStore, inventory_store
+from tests.claims.conftest import lose_script_reply
 from tests.support.races import race
 from tests.support.sales import admit_directly, claim_one, counter, expire, make_customers, on_sale
 
@@ -49,9 +49,7 @@ def test_a_release_whose_give_back_reply_is_lost_gives_the_tickets_back_once(los
     buyer = admit_directly(tier.event, make_customers(1))[0]
     claim = claim_one(tier, buyer)
     assert counter(tier) == 9
-    give_back = InventoryStore().scripts["give_back"]
-    get_redis().script_load(give_back.script)  # the lost reply is the script's, not NOSCRIPT
-    lossy.lose_reply_to(give_back.sha.encode())
+    lose_script_reply(lossy, InventoryStore().scripts["give_back"])
 
     claim_release(claim_id=claim.pk, reason=ReleaseReason.CUSTOMER)
 

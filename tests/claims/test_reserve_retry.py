@@ -13,6 +13,7 @@ from claims.models import Claim
 from claims.services.claiming import CLAIM_LOCK_TTL_MS, LOCKED, claim_lock_key
 from fairqueue.redis import get_redis
 from inventory.store import InventoryStore, inventory_store
+from tests.claims.conftest import lose_script_reply
 from tests.support.sales import (
     admit_directly,
     claim_one,
@@ -65,7 +66,7 @@ def test_another_claimer_of_the_customer_is_still_refused_by_the_lock():
 def test_a_claim_whose_reserve_reply_is_lost_is_made_once(lossy):
     tier = on_sale(tickets=10)
     buyer = admit_directly(tier.event, make_customers(1))[0]
-    lossy.lose_reply_to(InventoryStore().scripts["reserve"].sha.encode())
+    lose_script_reply(lossy, InventoryStore().scripts["reserve"])
 
     claim = claim_one(tier, buyer)
 
