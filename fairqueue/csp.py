@@ -15,8 +15,8 @@ whatever the settings are when the page is served:
 
 An answer nothing marked (no ``csp_*`` decorator on its view, no nonce
 asked for) gets the headers these settings make, built once per settings
-rather than once per answer (every API answer: building them was a tenth of
-a position read's CPU); Django's ``setting_changed`` (``override_settings``,
+rather than once per answer (every API answer: building them cost about a
+tenth of a position read's CPU); Django's ``setting_changed`` (``override_settings``,
 the tests' ``settings``) builds them again. A marked answer is django-csp's
 to build.
 """
@@ -107,7 +107,7 @@ def _settings_changed(*, setting: str, **kwargs: Any) -> None:
 
 def _nonce_after_answer() -> None:
     raise CSPNonceError(
-        "The CSP header of this answer is written: a nonce asked for now is in none."
+        "The answer's Content-Security-Policy is already written: a nonce now would be in none."
     )
 
 

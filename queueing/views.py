@@ -183,8 +183,7 @@ class QueuePositionView(HotPathView):
         },
     )
     def get(self, request: Request, event_id: str) -> HttpResponse:
-        """DRF's way (HEAD): the customer signed in by the token class."""
-        customer = customer_of(request)
+        customer = customer_of(request)  # DRF's way (HEAD): signed in by the token class
         return _json(
             position_body(
                 queue_position(event_id=event_id, customer_id=customer.id),
