@@ -123,24 +123,37 @@ def payment_create(
 
 
 @functools.lru_cache(maxsize=64)
-def _transition_sql(target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool) -> str:
+def _transition_sql(
+    target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool, also: str | None = None
+) -> str:
     """The conditional UPDATE and its log entry, in one statement: the entry
     is written only when the UPDATE moved the row. ``logged_first``: another
     log entry is written first, in the same statement, whether or not the
-    row moves."""
+    row moves. ``also``: another data-modifying statement (RETURNING a row
+    per row it writes) sent first in the same statement; the statement then
+    answers one row: how many rows moved, and how many ``also`` wrote."""
     columns = [_PAYMENT_BY_NAME[name].column for name in names]
     assignments = ", ".join(f'"{column}" = %s' for column in ["status", "updated_at", *columns])
     sources = ", ".join(f"'{status}'" for status in PAYMENT_MACHINE.sources_of(target))
     insert_event = _INSERT_EVENT_SQL.split(" VALUES ")[0]
     first, after = "", ""
+    if also is not None:
+        first = f"also AS ({also}), "
     if logged_first:
-        first = f"logged AS ({_INSERT_EVENT_SQL}), "
+        first += f"logged AS ({_INSERT_EVENT_SQL}), "
         after = " AND EXISTS (SELECT 1 FROM logged)"  # the entry above is written first
+    logged = (
+        f"{insert_event} "  # noqa: S608
+        f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
+    )
+    last = logged
+    if also is not None:
+        last = f"entry AS ({logged}) SELECT (SELECT count(*) FROM entry), "  # noqa: S608
+        last += "(SELECT count(*) FROM also)"
     return (
         f"WITH {first}moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
         f"WHERE id = %s AND status IN ({sources}){after} RETURNING id) "
-        f"{insert_event} "
-        f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
+        f"{'' if also is None else ', '}{last}"
     )
 
 
@@ -163,7 +176,64 @@ def payment_transition(
     claim in this transaction, which ends its payment in flight
     (``claim_confirm``). ``logged_first``: an unsaved log entry written
     just before (in the same statement), whether or not the payment moves."""
+    moved, _ = _transition(
+        payment=payment,
+        target=target,
+        actor=actor,
+        reason=reason,
+        data=data,
+        claim_settled=claim_settled,
+        logged_first=logged_first,
+        also=None,
+        fields=fields,
+    )
+    return moved
+
+
+def payment_transition_with(
+    also: tuple[str, list[Any]],
+    *,
+    payment: Payment,
+    target: PaymentStatus,
+    actor: str,
+    reason: str = "",
+    logged_first: PaymentEvent | None = None,
+    **fields: Any,
+) -> tuple[bool, int]:
+    """``payment_transition`` with another write sent first in its statement
+    (``also``: SQL and parameters of a data-modifying statement RETURNING a
+    row per row it writes), whether or not the payment moves: whether it
+    moved, and how many rows ``also`` wrote. Plain values only (no
+    expression)."""
+    if any(hasattr(value, "resolve_expression") for value in fields.values()):
+        raise ValueError("payment_transition_with writes plain values only")
+    return _transition(
+        payment=payment,
+        target=target,
+        actor=actor,
+        reason=reason,
+        data=None,
+        claim_settled=False,
+        logged_first=logged_first,
+        also=also,
+        fields=fields,
+    )
+
+
+def _transition(
+    *,
+    payment: Payment,
+    target: PaymentStatus,
+    actor: str,
+    reason: str,
+    data: dict[str, Any] | None,
+    claim_settled: bool,
+    logged_first: PaymentEvent | None,
+    also: tuple[str, list[Any]] | None,
+    fields: dict[str, Any],
+) -> tuple[bool, int]:
     now = timezone.now()
+    also_wrote = 0
     if target == PaymentStatus.CONFIRMED:
         fields.setdefault("confirmed_at", now)
     if target == PaymentStatus.FAILED:
@@ -202,13 +272,21 @@ def payment_transition(
         params = [str(target), now, *values, payment.pk, *payment_event_values(entry)]
         if logged_first is not None:
             params = [*payment_event_values(logged_first), *params]
+        sql = _transition_sql(
+            target,
+            names,
+            logged_first=logged_first is not None,
+            also=None if also is None else also[0],
+        )
         with connection.cursor() as cursor:
-            cursor.execute(
-                _transition_sql(target, names, logged_first=logged_first is not None), params
-            )
-            updated = cursor.rowcount
+            if also is None:
+                cursor.execute(sql, params)
+                updated = cursor.rowcount
+            else:
+                cursor.execute(sql, [*also[1], *params])
+                updated, also_wrote = cursor.fetchone()
     if not updated:
-        return False
+        return False, also_wrote
     if source in LIVE_STATUSES and target not in LIVE_STATUSES and not claim_settled:
         claim_payment_ended(claim_id=payment.claim_id)
     payment.status = target
@@ -218,7 +296,7 @@ def payment_transition(
     if target == PaymentStatus.REFUND_REQUIRED:
         # The automatic refund (payments/receivers.py) follows the commit.
         send_on_commit(refund_required, sender=Payment, payment_id=payment.pk)
-    return True
+    return True, also_wrote
 
 
 def first_check_seconds() -> float:
