@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from claims.services import claim_payment_ended
+from fairqueue.db import prepared_cursor
 from fairqueue.news import send_on_commit
 from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
@@ -21,7 +22,8 @@ from payments.signals import refund_required
 
 # The log's INSERT and the state change's UPDATE are written once, from the
 # models (names from the models, values always parameters): every payment
-# step runs them, and the ORM would compile them anew each time.
+# step runs them, and the ORM would compile them anew each time. They are
+# prepared (fairqueue/db.py): Postgres plans each once per connection.
 PAYMENT_EVENT_FIELDS = [f for f in PaymentEvent._meta.concrete_fields if not f.primary_key]
 _INSERT_EVENT_SQL = (
     f"INSERT INTO {PaymentEvent._meta.db_table} "  # noqa: S608
@@ -64,7 +66,7 @@ def payment_entry(
 
 
 def _insert_entry(event: PaymentEvent) -> PaymentEvent:
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_INSERT_EVENT_SQL, payment_event_values(event))
         event.pk = cursor.fetchone()[0]
     event._state.adding = False
@@ -113,7 +115,7 @@ def payment_create(
     sql, params = _INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)]
     if also is not None:
         sql, params = _with_statement(also[0]), [*also[1], *params]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         if cursor.fetchone() is None:
             return False
@@ -278,7 +280,7 @@ def _transition(
             logged_first=logged_first is not None,
             also=None if also is None else also[0],
         )
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             if also is None:
                 cursor.execute(sql, params)
                 updated = cursor.rowcount

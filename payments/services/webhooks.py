@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import AppError, ErrorCode
 from fairqueue.locks import locked_transaction, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
@@ -274,7 +275,7 @@ def _receipt_record(
             params += [EventKind.WEBHOOK_RECEIVED.value, EventKind.WEBHOOK_DUPLICATE.value]
         else:
             params.append(value)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_RECEIPT_SQL, params)
         (kind,) = cursor.fetchone()
     return bool(kind == EventKind.WEBHOOK_RECEIVED.value)
