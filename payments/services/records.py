@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Field
 from django.utils import timezone
 
 from claims.services import claim_payment_ended
@@ -32,9 +32,38 @@ _INSERT_EVENT_SQL = (
 )
 
 
+# Value types Django sends for a field of each kind as they are (its
+# preparation hands them back unchanged, and psycopg adapts them): a value of
+# one skips the preparation, which every column of every payment statement
+# would otherwise go through. Numbers (Django wraps them in psycopg's typed
+# ints), JSON and anything else are prepared as always.
+_SENT_AS_THEY_ARE: dict[str, frozenset[type]] = {
+    "UUIDField": frozenset({uuid.UUID}),
+    "CharField": frozenset({str}),
+    "TextField": frozenset({str}),
+    "DateTimeField": frozenset({datetime}),  # an aware one (below)
+}
+
+
+@functools.cache
+def _sent_as_they_are(field: Field[Any, Any]) -> frozenset[type]:
+    kind = (field.target_field if field.is_relation else field).get_internal_type()
+    plain = _SENT_AS_THEY_ARE.get(kind)
+    return frozenset() if plain is None else plain | {type(None)}
+
+
+def db_value(field: Field[Any, Any], value: Any) -> Any:
+    """``field.get_db_prep_save(value)``, without the call for a plain value
+    the field sends as it is (a naive datetime is still made aware)."""
+    kind = type(value)
+    if kind in _sent_as_they_are(field) and (kind is not datetime or value.tzinfo is not None):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
 def payment_event_values(event: PaymentEvent) -> list[Any]:
     """An unsaved log entry's column values, in ``PAYMENT_EVENT_FIELDS`` order."""
-    return [f.get_db_prep_save(getattr(event, f.attname), connection) for f in PAYMENT_EVENT_FIELDS]
+    return [db_value(f, getattr(event, f.attname)) for f in PAYMENT_EVENT_FIELDS]
 
 
 def payment_log(*, payment: Payment, kind: EventKind, actor: str, **details: Any) -> PaymentEvent:
@@ -111,7 +140,7 @@ def payment_create(
     now = timezone.now()
     payment.created_at = payment.updated_at = now
     entry = PaymentEvent(payment_id=payment.pk, kind=kind, actor=actor, data=data, created_at=now)
-    values = [f.get_db_prep_save(getattr(payment, f.attname), connection) for f in _PAYMENT_FIELDS]
+    values = [db_value(f, getattr(payment, f.attname)) for f in _PAYMENT_FIELDS]
     sql, params = _INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)]
     if also is not None:
         sql, params = _with_statement(also[0]), [*also[1], *params]
@@ -268,9 +297,7 @@ def _transition(
             )
     else:
         names = tuple(sorted(fields))
-        values = [
-            _PAYMENT_BY_NAME[name].get_db_prep_save(fields[name], connection) for name in names
-        ]
+        values = [db_value(_PAYMENT_BY_NAME[name], fields[name]) for name in names]
         params = [str(target), now, *values, payment.pk, *payment_event_values(entry)]
         if logged_first is not None:
             params = [*payment_event_values(logged_first), *params]

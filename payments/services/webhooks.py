@@ -18,7 +18,6 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from fairqueue.db import prepared_cursor
@@ -38,6 +37,7 @@ from payments.services.disputes import apply_dispute_webhook
 from payments.services.outcomes import apply_success, payment_lock_by_reference
 from payments.services.records import (
     PAYMENT_EVENT_FIELDS,
+    db_value,
     payment_event_values,
     payment_transition,
 )
@@ -269,7 +269,7 @@ def _receipt_record(
         raw_body=body.decode("utf-8", errors="replace"),
         created_at=now,
     )
-    params = [f.get_db_prep_save(getattr(receipt, f.attname), connection) for f in _RECEIPT_FIELDS]
+    params = [db_value(f, getattr(receipt, f.attname)) for f in _RECEIPT_FIELDS]
     for field, value in zip(PAYMENT_EVENT_FIELDS, payment_event_values(entry), strict=True):
         if field.name == "kind":
             params += [EventKind.WEBHOOK_RECEIVED.value, EventKind.WEBHOOK_DUPLICATE.value]
