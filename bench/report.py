@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import resource
 from collections import defaultdict
 from pathlib import Path
@@ -213,6 +214,20 @@ def plot_sold(path: Path, monitor: Any, floor: Any, *, title: str) -> None:
     plt.close(fig)
 
 
+def busy_share(timeline: list[dict[str, Any]], until: float | None) -> tuple[float, float] | None:
+    """The share of all the machine's cores the stack and the load generator
+    spent from the first sample to ``until`` (the last sample when None), and
+    that span in seconds. Near 1: the sale waited on CPU, so a cheaper request
+    is what moves it; well below: it waited on its rules or on latency."""
+    points = [p for p in timeline if "cpu" in p and (until is None or p["t"] <= until)]
+    if len(points) < 2:
+        return None
+    span = points[-1]["t"] - points[0]["t"]
+    if span <= 0:
+        return None
+    return (points[-1]["cpu"] - points[0]["cpu"]) / (span * (os.cpu_count() or 1)), span
+
+
 def print_results(
     args: argparse.Namespace,
     result: dict,
@@ -327,6 +342,13 @@ def print_results(
         f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
     )
     cpu = monitor.cpu_seconds() if monitor.cpu_last else {}
+    busy = busy_share(monitor.timeline, monitor.marks.get("95% sold"))
+    if busy is not None:
+        print(
+            f"machine busy until {'95% sold' if '95% sold' in monitor.marks else 'the stop'}:"
+            f" {100 * busy[0]:.0f} % of {os.cpu_count()} cores over {busy[1]:.0f} s"
+            " (the stack and the load generator)"
+        )
     per_ticket = None
     if cpu:
         sold = max(1, monitor.timeline[-1]["sold"] if monitor.timeline else 1)
@@ -375,6 +397,7 @@ def print_results(
         "draw_reads": sale.draw_reads,
         "load_average": [min(loads), sum(loads) / len(loads), max(loads)] if loads else None,
         "machine_cpu_ms_per_ticket": per_ticket,
+        "machine_busy_share": busy[0] if busy is not None else None,
         "ended_at": result["ended_at"],
         "settle_seconds": settle,
         "push_latency_ms": _pcts(result["push_latency"]),

@@ -109,6 +109,7 @@ class Monitor:
                     "load generator": usage.ru_utime + usage.ru_stime,
                 }
                 self.cpu_first = self.cpu_first or dict(self.cpu_last)
+                point["cpu"] = round(sum(self.cpu_last.values()), 2)
                 for key, value in point.items():
                     if key.startswith("rss_"):
                         self.peak_rss[key[4:]] = max(self.peak_rss.get(key[4:], 0.0), value)

@@ -15,7 +15,7 @@ from claims.domain import ReturnStatus
 from claims.models import TicketReturn
 from payments.domain import OPEN_REFUND_STATUSES, RefundStatus
 from payments.models import Refund
-from queueing.domain import WaitlistStatus
+from queueing.domain import WaitlistStatus, any_tier_price
 from queueing.models import WaitlistEntry
 
 RETURNS_SHOWN = {
@@ -70,11 +70,9 @@ class AfterSale:
 
 def after_sale(event_id: uuid.UUID, tiers: list[TierPrice]) -> AfterSale:
     """The event's figures after the sale, per tier (the tiers given, in
-    their order, then "any tier"). A waiting entry for any tier counts at
-    the cheapest tier's price, as the event's page says."""
+    their order, then "any tier", worth ``any_tier_price``)."""
     returns = _returns_by_tier(event_id)
     waitlist = _waitlist_by_tier(event_id)
-    cheapest = min((t.price for t in tiers), default=0)
     rows = [
         TierAfterSale(
             id=t.id,
@@ -86,7 +84,8 @@ def after_sale(event_id: uuid.UUID, tiers: list[TierPrice]) -> AfterSale:
         for t in tiers
     ]
     anyone = waitlist[(None, WaitlistStatus.WAITING.value)]
-    rows.append(TierAfterSale(None, "any tier", waiting=anyone, waiting_revenue=anyone * cheapest))
+    price = any_tier_price(t.price for t in tiers)
+    rows.append(TierAfterSale(None, "any tier", waiting=anyone, waiting_revenue=anyone * price))
 
     def offers(status: WaitlistStatus) -> int:
         return sum(n for (_, s), n in waitlist.items() if s == status.value)

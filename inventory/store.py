@@ -33,6 +33,10 @@ from fairqueue.redis import RedisStore, best_effort, event_key, required, text
 # interval so a dead reservation stops hiding tickets by the next tick.
 RESERVATION_MAX_AGE_MS = 20_000
 
+# How long a give-back's mark outlives it: far longer than redis-py's retry of
+# a call whose reply was lost (a socket timeout and a backoff of milliseconds).
+GIVE_BACK_MARK_MS = 60_000
+
 
 @dataclass(frozen=True)
 class Reservation:
@@ -72,6 +76,10 @@ class InventoryStore(RedisStore):
     @staticmethod
     def returned_key(event_id: object) -> str:
         return event_key(event_id, "returned")
+
+    @staticmethod
+    def give_back_key(event_id: object, give_back_id: str) -> str:
+        return event_key(event_id, "given_back", give_back_id)
 
     def _keys(self, event_id: object, tier_id: object) -> list[str]:
         return [self.counter_key(event_id, tier_id), self.inflight_key(event_id, tier_id)]
@@ -157,14 +165,20 @@ class InventoryStore(RedisStore):
         exists: a missing counter is rebuilt from Postgres on the next miss),
         and to the tier's returned tally; the ``reservations`` that had taken
         them leave the recently-committed set (their rows may be taken again
-        by another reservation, and a sync would no longer find them)."""
+        by another reservation, and a sync would no longer find them).
+
+        The script is idempotent for one call (a mark of its own id): redis-py's
+        retry after a reply lost to a timeout gives nothing back twice. Each
+        release calls it once, after the commit that freed the rows, with the
+        count that commit freed."""
         self.scripts["give_back"](
             keys=[
                 self.counter_key(event_id, tier_id),
                 self.returned_key(event_id),
                 self.committed_key(event_id, tier_id),
+                self.give_back_key(event_id, uuid.uuid4().hex),
             ],
-            args=[quantity, str(tier_id), *reservations],
+            args=[quantity, str(tier_id), GIVE_BACK_MARK_MS, *reservations],
         )
 
     @best_effort(None)

@@ -23,7 +23,7 @@ from django.utils.html import format_html, format_html_join
 
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
-from payments.attention import attention_filters, payment_attention
+from payments.attention import attention_filters, payment_attention, with_attention_facts
 from payments.forms import RefundForm, minor_units
 from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.services import (
@@ -132,6 +132,11 @@ class PaymentAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Payment | None = None) -> bool:
         return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
+        # The attention column reads each row's refunds and returns: read
+        # with the rows, so a page of payments costs the same queries as one.
+        return with_attention_facts(super().get_queryset(request))
 
     # --- what staff read -------------------------------------------------------
     # The change form only shows (every field is read-only); "change"

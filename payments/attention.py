@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from claims.domain import ReturnStatus
@@ -72,6 +73,56 @@ def resale_refunds_failed() -> QuerySet[TicketReturn]:
     failed = Refund.objects.filter(for_resale=True, status=RefundStatus.FAILED)
     return TicketReturn.objects.filter(
         status=ReturnStatus.RESOLD, refund_id__in=failed.values("pk")
+    )
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What ``payment_attention`` reads beyond the payment's own row."""
+
+    resale_failed_n: int  # resold tickets of its claim whose refund failed
+    resale_failed_total: int | None
+    resale_failed_why: str | None  # the latest such refund's failure
+    last_refund_failure: str | None  # the payment's own latest refund's failure
+
+
+_FACTS = tuple(_Facts.__dataclass_fields__)
+
+
+def with_attention_facts(payments: QuerySet[Payment]) -> QuerySet[Payment]:
+    """The payments with what ``payment_attention`` reads of their refunds
+    and returns, in the same query: a list of payments explained costs one
+    query, however many rows it shows."""
+    failed = resale_refunds_failed().filter(claim_id=OuterRef("claim_id")).order_by()
+    per_claim = failed.values("claim_id")
+    refund = Refund.objects.filter(pk=OuterRef("refund_id"))
+    latest_failed = failed.annotate(
+        refund_at=Subquery(refund.values("created_at")[:1]),
+        refund_why=Subquery(refund.values("failure_reason")[:1]),
+    ).order_by("-refund_at")
+    return payments.annotate(
+        resale_failed_n=Coalesce(
+            Subquery(per_claim.annotate(n=Count("pk")).values("n")[:1]), 0
+        ),
+        resale_failed_total=Subquery(
+            per_claim.annotate(total=Sum("refund_amount")).values("total")[:1]
+        ),
+        resale_failed_why=Subquery(latest_failed.values("refund_why")[:1]),
+        last_refund_failure=Subquery(
+            Refund.objects.filter(payment_id=OuterRef("pk"))
+            .order_by("-created_at")
+            .values("failure_reason")[:1]
+        ),
+    )
+
+
+def _facts(payment: Payment) -> _Facts:
+    """The payment's facts: annotated (``with_attention_facts``), or read
+    for this one payment."""
+    if all(hasattr(payment, name) for name in _FACTS):
+        return _Facts(*(getattr(payment, name) for name in _FACTS))
+    return _Facts(
+        **with_attention_facts(Payment.objects.filter(pk=payment.pk)).values(*_FACTS).get()
     )
 
 
@@ -163,8 +214,7 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
             )
         )
     if payment.status == P.REFUND_FAILED:
-        last = payment.refunds.order_by("-created_at").first()
-        why = last.failure_reason if last else ""
+        why = _facts(payment).last_refund_failure or ""
         found.append(
             Attention(
                 "refund_failed",
@@ -186,18 +236,13 @@ def payment_attention(payment: Payment, now=None) -> list[Attention]:
 
 def _resale_refund_failed_attention(payment: Payment) -> Attention | None:
     """Resold tickets of this purchase whose refund to the first buyer failed."""
-    failed = resale_refunds_failed().filter(claim_id=payment.claim_id)
-    owed = failed.aggregate(n=Count("pk"), total=Sum("refund_amount"))
-    if not owed["n"]:
+    facts = _facts(payment)
+    count = facts.resale_failed_n
+    if not count:
         return None
-    why = (
-        Refund.objects.filter(pk__in=failed.values("refund_id"))
-        .order_by("-created_at")
-        .values_list("failure_reason", flat=True)
-        .first()
-    )
-    amount = money_format(owed["total"], payment.paid_currency or payment.currency)
-    tickets = "a resold ticket" if owed["n"] == 1 else f"{owed['n']} resold tickets"
+    why = facts.resale_failed_why
+    amount = money_format(facts.resale_failed_total or 0, payment.paid_currency or payment.currency)
+    tickets = "a resold ticket" if count == 1 else f"{count} resold tickets"
     return Attention(
         "refund_failed",
         "Resale refund failed",

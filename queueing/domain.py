@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from enum import StrEnum
 
 from fairqueue.states import StateMachine
@@ -67,6 +68,13 @@ WAITLIST_LIVE_STATUSES = (W.WAITING, W.OFFERED)
 # random order when it has passed (as the pre-queue is at sale start);
 # everyone after keeps the order they came in.
 WAITLIST_DRAW_SECONDS = 60
+
+
+def any_tier_price(prices: Iterable[int]) -> int:
+    """What a waiting-list entry for any tier is worth at face value: the
+    cheapest tier's price (0 for an event without tiers). The organizer's
+    figures of the list count it so."""
+    return min(prices, default=0)
 
 
 def admission_capacity(

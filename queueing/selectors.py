@@ -11,7 +11,13 @@ from django.db.models import Count, Q
 
 from events.models import Event, TicketTier
 from fairqueue.snapshots import SnapshotCache
-from queueing.domain import LIVE_STATUSES, WAITLIST_LIVE_STATUSES, QueueStatus, WaitlistStatus
+from queueing.domain import (
+    LIVE_STATUSES,
+    WAITLIST_LIVE_STATUSES,
+    QueueStatus,
+    WaitlistStatus,
+    any_tier_price,
+)
 from queueing.models import AdmissionState, QueueEntry, WaitlistEntry
 from queueing.store import queue_store
 
@@ -161,8 +167,8 @@ class WaitlistLine:
 
 def waitlist_summary(*, event_id: uuid.UUID | str) -> list[WaitlistLine]:
     """Per tier wanted (and "any tier"): entries waiting, offers open, and the
-    revenue the waiting ones represent at face value (an entry for any tier
-    at the cheapest tier's price)."""
+    revenue the waiting ones represent at face value (``any_tier_price``
+    for an entry for any tier)."""
     tiers = list(
         TicketTier.objects.filter(event_id=event_id)
         .order_by("sort_order", "price", "name")
@@ -180,9 +186,9 @@ def waitlist_summary(*, event_id: uuid.UUID | str) -> list[WaitlistLine]:
     for tier_id, status, n in rows:
         counts[(tier_id, status)] = n
     currency = Event.objects.filter(pk=event_id).values_list("currency", flat=True).first() or ""
-    cheapest = min(price for _, _, price in tiers)
+    anyone = any_tier_price(price for _, _, price in tiers)
     lines = []
-    for tier_id, name, price in [*tiers, (None, "any tier", cheapest)]:
+    for tier_id, name, price in [*tiers, (None, "any tier", anyone)]:
         waiting = counts.get((tier_id, WaitlistStatus.WAITING.value), 0)
         offered = counts.get((tier_id, WaitlistStatus.OFFERED.value), 0)
         lines.append(WaitlistLine(name, waiting, offered, waiting * price, currency))

@@ -19,6 +19,10 @@ all. Neither must cost a customer their place. So each event has a clock
   meanwhile: the time from its admission), in whole seconds. The tick then
   re-scores the admitted set and pushes each customer their new window.
 
+Once the sale has ended no tick runs for the event, yet the waiting list's
+offers outlive it while returns are open: its round
+(``waitlist_offers``) keeps the clock in the tick's place.
+
 Lock order: the event's row (the tick holds it), then this row; the entries
 after both (docs/CONCURRENCY.md).
 """

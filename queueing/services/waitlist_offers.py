@@ -24,6 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from events.domain import LIVE_STATUSES as EVENT_LIVE_STATUSES
 from events.domain import EventStatus, is_on_sale
 from events.models import Event, TicketTier
 from fairqueue.locks import event_row_lock
@@ -33,6 +34,7 @@ from queueing.domain import WAITLIST_LIVE_STATUSES, EndReason, QueueStatus, Wait
 from queueing.models import QueueEntry, WaitlistEntry, WaitlistState
 from queueing.pushes import send_expired
 from queueing.services.admission import admitted_tell
+from queueing.services.clock import admission_clock_advance
 from queueing.services.expiry import admissions_expire
 from queueing.services.join import join_barred
 from queueing.services.prequeue import ranks_draw
@@ -143,6 +145,8 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
     event = Event.objects.filter(pk=event_id).first()
     if state is None or event is None:
         return report
+    if event.status not in EVENT_LIVE_STATUSES:
+        _clock_after_sale(event_id, now)
     if WaitlistEntry.objects.filter(event_id=event_id, status=WaitlistStatus.OFFERED).exists():
         admissions_expire(event_id=event_id, now=now)
     report.settled = _settle(event_id, now)
@@ -162,6 +166,22 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
         return report  # a paused sale admits nobody, from the line or the list
     _offer(event_id, now, report, resale_only=after_sale)
     return report
+
+
+def _clock_after_sale(event_id: uuid.UUID | str, now: datetime) -> None:
+    """The line's tick, which keeps the event's admission clock, runs no
+    more once the sale has ended, but offers outlive it while returns are
+    open: the list's round takes the tick's place. Without it a clock the
+    line left stopped (Redis was unreachable at the end) would hold every
+    later offer's window open for good."""
+    redis_up = queue_store().ping()
+    with transaction.atomic():
+        if event_row_lock(Event.objects.filter(pk=event_id), no_key=True) is None:
+            return
+        clock = admission_clock_advance(event_id=event_id, now=now, redis_up=redis_up)
+    if clock.given_back:
+        # The line's Redis sets went with it: only the customers hear.
+        admitted_tell(event_id, clock.given_back)
 
 
 def _offer(

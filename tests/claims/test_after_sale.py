@@ -5,6 +5,7 @@ admissions cannot claim any more. When returns close, the list closes."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -13,11 +14,14 @@ from django.utils import timezone
 from claims.models import Claim, IssuedTicket, TicketReturn
 from events.models import Event
 from events.services import events_end_due
+from fairqueue.redis import make_client
 from inventory.models import Ticket
+from queueing import store
 from queueing.domain import QueueStatus
-from queueing.models import QueueEntry, WaitlistState
-from queueing.services import queue_reconcile_all
+from queueing.models import AdmissionState, QueueEntry, WaitlistState
+from queueing.services import admission_tick_event, queue_reconcile_all
 from queueing.services.waitlist_offers import waitlist_tick_event
+from queueing.store import QueueStore
 from tests.claims.resale_support import admitted, pay_for, resale_event, return_ticket
 from tests.support.factories import CustomerFactory, bearer
 from tests.support.payments import reload
@@ -42,6 +46,15 @@ def list_open_since_a_while(event_id) -> None:
     WaitlistState.objects.update_or_create(
         event_id=event_id, defaults={"opened_at": opened, "drawn_at": opened}
     )
+
+
+def join_list(api, event_id, n: int) -> list:
+    """``n`` customers join the waiting list, in this order."""
+    customers = [CustomerFactory() for _ in range(n)]
+    for customer in customers:
+        joined = api.post(waitlist(event_id), {}, format="json", **bearer(customer))
+        assert joined.status_code == 201, joined.content
+    return customers
 
 
 def claim_with(api, tier, customer, token: str, quantity: int = 1):
@@ -136,12 +149,7 @@ def test_when_returns_close_the_list_closes_and_its_offers_end(
     seller = shop(tier, first)
     sale_ends(tier.event, on_commit)
     list_open_since_a_while(tier.event_id)
-    offered, waiting = CustomerFactory(), CustomerFactory()
-    for customer in (offered, waiting):
-        assert (
-            api.post(waitlist(tier.event_id), {}, format="json", **bearer(customer)).status_code
-            == 201
-        )
+    offered, waiting = join_list(api, tier.event_id, 2)
     return_ticket(api, seller, seller.tickets()[0], on_commit)
     token = api.get(waitlist(tier.event_id), **bearer(offered)).json()["admission_token"]
 
@@ -158,3 +166,63 @@ def test_when_returns_close_the_list_closes_and_its_offers_end(
     assert refused.json()["error"]["code"] == "event_not_on_sale"
     late = api.post(waitlist(tier.event_id), {}, format="json", **bearer(CustomerFactory()))
     assert late.json()["error"]["code"] == "waitlist_closed"
+
+
+def test_an_offer_made_after_the_end_lapses_though_the_line_stopped_its_clock(
+    api, shop, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The line's last tick found Redis unreachable and stopped the event's
+    admission clock; the sale ended before any tick could start it again.
+    The waiting list keeps the clock after the end: an offer whose window
+    ran out lapses, and the ticket goes to the next on the list."""
+    on_commit = django_capture_on_commit_callbacks
+    tier = resale_event(tickets=1)
+    (first,) = admitted(tier.event, 1)
+    seller = shop(tier, first)
+    with monkeypatch.context() as down:
+        down.setattr(store, "_store", QueueStore(client=make_client("redis://127.0.0.1:1/0")))
+        admission_tick_event(event_id=tier.event_id, use_lock=False)
+    assert AdmissionState.objects.get(event_id=tier.event_id).stopped_since is not None
+    sale_ends(tier.event, on_commit)
+    Event.objects.filter(pk=tier.event_id).update(admission_window_seconds=1)
+    list_open_since_a_while(tier.event_id)
+    left, next_one = join_list(api, tier.event_id, 2)
+    return_ticket(api, seller, seller.tickets()[0], on_commit)
+    assert api.get(waitlist(tier.event_id), **bearer(left)).json()["status"] == "offered"
+
+    time.sleep(1.1)  # the offer's window runs out: its customer never came back
+    with on_commit(execute=True):
+        report = waitlist_tick_event(event_id=tier.event_id)
+
+    assert QueueEntry.objects.get(customer=left).status == QueueStatus.EXPIRED
+    assert api.get(waitlist(tier.event_id), **bearer(left)).json()["status"] == "lapsed"
+    assert report.offered == [str(next_one.id)]
+    offer = api.get(waitlist(tier.event_id), **bearer(next_one)).json()
+    assert offer["status"] == "offered" and offer["admission_token"]
+
+
+def test_after_the_end_an_offer_gets_back_the_time_no_round_ran(
+    api, shop, django_capture_on_commit_callbacks, settings
+):
+    """The beat stood still after the sale (no round of the list for more
+    than three intervals): the offer open meanwhile is given that time back
+    instead of lapsing, as the line's admissions are."""
+    settings.ADMISSION_INTERVAL_SECONDS = 0.2
+    on_commit = django_capture_on_commit_callbacks
+    tier = resale_event(tickets=1)
+    (first,) = admitted(tier.event, 1)
+    seller = shop(tier, first)
+    sale_ends(tier.event, on_commit)
+    Event.objects.filter(pk=tier.event_id).update(admission_window_seconds=1)
+    list_open_since_a_while(tier.event_id)
+    (offered,) = join_list(api, tier.event_id, 1)
+    return_ticket(api, seller, seller.tickets()[0], on_commit)
+    window = QueueEntry.objects.get(customer=offered).admission_expires_at
+
+    time.sleep(1.5)  # no round runs: the window would have lapsed
+    waitlist_tick_event(event_id=tier.event_id)
+
+    offer = QueueEntry.objects.get(customer=offered)
+    assert offer.status == QueueStatus.ADMITTED
+    assert offer.admission_expires_at > window
+    assert api.get(waitlist(tier.event_id), **bearer(offered)).json()["status"] == "offered"

@@ -6,7 +6,6 @@ tickets once, and is not refused by the claimer's own lock."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,8 +13,7 @@ from claims.models import Claim
 from claims.services.claiming import CLAIM_LOCK_TTL_MS, LOCKED, claim_lock_key
 from fairqueue.redis import get_redis
 from inventory.store import InventoryStore, inventory_store
-from tests.support.redis_proxy import RedisProxy
-from tests.support.redis_server import app_redis
+from tests.claims.conftest import lose_script_reply
 from tests.support.sales import (
     admit_directly,
     claim_one,
@@ -26,19 +24,6 @@ from tests.support.sales import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def lossy(monkeypatch, settings) -> Iterator[RedisProxy]:
-    """The app's Redis seen through a proxy that can lose a reply, with a
-    short socket timeout (the retry comes quickly)."""
-    proxy = RedisProxy(settings.REDIS_URL)
-    settings.REDIS_SOCKET_TIMEOUT = 0.3
-    try:
-        with app_redis(proxy, monkeypatch, settings):
-            yield proxy
-    finally:
-        proxy.close()
 
 
 def reserve_args(tier, *, lock_token: str | None):
@@ -81,7 +66,7 @@ def test_another_claimer_of_the_customer_is_still_refused_by_the_lock():
 def test_a_claim_whose_reserve_reply_is_lost_is_made_once(lossy):
     tier = on_sale(tickets=10)
     buyer = admit_directly(tier.event, make_customers(1))[0]
-    lossy.lose_reply_to(InventoryStore().scripts["reserve"].sha.encode())
+    lose_script_reply(lossy, InventoryStore().scripts["reserve"])
 
     claim = claim_one(tier, buyer)
 

@@ -5,16 +5,18 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, Permission
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
 from fairqueue.adminscope import PLATFORM_STAFF_GROUP
-from payments.models import Payment, PaymentEvent
+from payments.models import Payment, PaymentEvent, Refund
 from tests.support.factories import UserFactory, bearer
 from tests.support.payments import (
     held_tickets,
     make_claim,
+    payment_row,
     pending_payment,
     post_webhook,
     reload,
@@ -332,3 +334,37 @@ def test_gateway_incidents_are_listed_for_staff(api, staff, sandbox):
     page = staff.get("/admin/payments/gatewayincident/", {"state": "open"}).content.decode()
     assert "Invalid key" in page
     assert "initialize" in page
+
+
+def paid_payments(first: int, last: int) -> None:
+    """Paid payments numbered ``first`` to ``last``; every third one's refund
+    failed (its reason is on its page)."""
+    for i in range(first, last + 1):
+        payment = payment_row(reference=f"fq-paid-{i}", amount=500_000, status="CONFIRMED")
+        if i % 3 == 0:
+            Payment.objects.filter(pk=payment.pk).update(status="REFUND_FAILED")
+            Refund.objects.create(
+                payment=payment,
+                amount=payment.amount,
+                currency=payment.currency,
+                status="FAILED",
+                failure_reason="card closed",
+                next_check_at=timezone.now(),
+            )
+
+
+def changelist_queries(client) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(CHANGELIST)
+    assert page.status_code == 200
+    return len(queries)
+
+
+def test_the_payments_list_costs_the_same_queries_for_1_and_for_20_rows(staff):
+    paid_payments(1, 1)
+    one = changelist_queries(staff)
+    paid_payments(2, 20)
+    page = staff.get(CHANGELIST)
+    assert len(page.context["cl"].result_list) == 20
+    assert "refund_failed" in page.content.decode()
+    assert changelist_queries(staff) == one

@@ -10,6 +10,7 @@ from queueing.domain import (
     QUEUE_MACHINE,
     QueueStatus,
     admission_capacity,
+    any_tier_price,
     eta_seconds,
     poll_after_seconds,
 )
@@ -123,3 +124,8 @@ def test_queue_machine():
     assert not QUEUE_MACHINE.can(Q.EXPIRED, Q.ADMITTED)
     with pytest.raises(IllegalTransition):
         QUEUE_MACHINE.check(Q.COMPLETED, Q.WAITING)
+
+
+def test_an_entry_for_any_tier_is_worth_the_cheapest_tier():
+    assert any_tier_price([900_000, 500_000, 700_000]) == 500_000
+    assert any_tier_price([]) == 0  # an event without tiers yet
