@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F, Field
+from django.db.models import F, Field, ForeignKey
 from django.utils import timezone
 
 from claims.services import claim_payment_ended
@@ -47,7 +47,7 @@ _SENT_AS_THEY_ARE: dict[str, frozenset[type]] = {
 
 @functools.cache
 def _sent_as_they_are(field: Field[Any, Any]) -> frozenset[type]:
-    kind = (field.target_field if field.is_relation else field).get_internal_type()
+    kind = (field.target_field if isinstance(field, ForeignKey) else field).get_internal_type()
     plain = _SENT_AS_THEY_ARE.get(kind)
     return frozenset() if plain is None else plain | {type(None)}
 
