@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -328,3 +329,18 @@ class _Replay:
 
     def _release(self, t: float, i: int) -> None:
         self.free += 1
+
+
+# --- beside the floor: what the machine did ---------------------------------------
+def busy_share(timeline: list[dict[str, Any]], until: float | None) -> tuple[float, float] | None:
+    """The share of all the machine's cores the stack and the load generator
+    spent from the first sample to ``until`` (the last sample when None), and
+    that span in seconds. Near 1: the sale waited on CPU, so a cheaper request
+    is what moves it; well below: it waited on its rules or on latency."""
+    points = [p for p in timeline if "cpu" in p and (until is None or p["t"] <= until)]
+    if len(points) < 2:
+        return None
+    span = points[-1]["t"] - points[0]["t"]
+    if span <= 0:
+        return None
+    return (points[-1]["cpu"] - points[0]["cpu"]) / (span * (os.cpu_count() or 1)), span

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import Recorder, percentile
+from bench.floor import busy_share
 
 # Endpoints shown in the latency panel (the others are in the table).
 LATENCY_PLOT = ("join", "position", "claim", "payment_create", "claim_get")
@@ -212,20 +213,6 @@ def plot_sold(path: Path, monitor: Any, floor: Any, *, title: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
-
-
-def busy_share(timeline: list[dict[str, Any]], until: float | None) -> tuple[float, float] | None:
-    """The share of all the machine's cores the stack and the load generator
-    spent from the first sample to ``until`` (the last sample when None), and
-    that span in seconds. Near 1: the sale waited on CPU, so a cheaper request
-    is what moves it; well below: it waited on its rules or on latency."""
-    points = [p for p in timeline if "cpu" in p and (until is None or p["t"] <= until)]
-    if len(points) < 2:
-        return None
-    span = points[-1]["t"] - points[0]["t"]
-    if span <= 0:
-        return None
-    return (points[-1]["cpu"] - points[0]["cpu"]) / (span * (os.cpu_count() or 1)), span
 
 
 def print_results(

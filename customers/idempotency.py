@@ -146,7 +146,9 @@ def _claim_key(
     row = IdempotencyKey(
         customer_id=customer_id, scope=scope, key=key, request_hash=fp, created_at=timezone.now()
     )
-    values = [f.get_db_prep_save(getattr(row, f.attname), connection) for f in _KEY_FIELDS]
+    # Plain values psycopg adapts as they are (a UUID, text, NULLs, an aware
+    # datetime): no field's preparation per request.
+    values = [getattr(row, f.attname) for f in _KEY_FIELDS]
     savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
     try:
         with savepoint, prepared_cursor() as cursor:
@@ -200,20 +202,28 @@ def _run_as_owner(
     if response.status_code >= 500 or response.has_header("Retry-After"):
         IdempotencyKey.objects.filter(pk=row.pk, response_status__isnull=True).delete()
         return response
-    body = _without_nul(json.loads(json.dumps(response.data, cls=DjangoJSONEncoder)))
-    stored = _BODY_FIELD.get_db_prep_save(body, connection)
+    body = _stored_body(response.data)
     with prepared_cursor() as cursor:
-        cursor.execute(_STORE_ANSWER_SQL, [response.status_code, stored, row.pk])
+        cursor.execute(_STORE_ANSWER_SQL, [response.status_code, body, row.pk])
     return response
 
 
-_BODY_FIELD = IdempotencyKey._meta.get_field("response_body")
 # The answer stored on the key row (every claim and payment start sends it):
-# written once, not compiled per request.
+# written once, not compiled per request; the body is sent as JSON text.
 _STORE_ANSWER_SQL = (
     f"UPDATE {IdempotencyKey._meta.db_table} "  # noqa: S608
-    "SET response_status = %s, response_body = %s WHERE id = %s AND response_status IS NULL"
+    "SET response_status = %s, response_body = %s::jsonb WHERE id = %s AND response_status IS NULL"
 )
+
+
+def _stored_body(data: Any) -> str:
+    """The answer's body as JSON text, encoded once. ``json.dumps`` writes
+    U+0000 as the escape ``\\u0000``, which jsonb refuses: only a text holding
+    that sequence is decoded and cleaned (``_without_nul``)."""
+    text = json.dumps(data, cls=DjangoJSONEncoder)
+    if "\\u0000" in text:
+        text = json.dumps(_without_nul(json.loads(text)))
+    return text
 
 
 def _without_nul(value: Any) -> Any:

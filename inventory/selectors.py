@@ -9,6 +9,7 @@ import uuid
 
 from django.db.models import Count, Q
 
+from fairqueue.db import prepared_cursor
 from inventory.models import Ticket
 from inventory.store import inventory_store
 
@@ -52,11 +53,20 @@ def tier_held_tickets(*, tier_id: uuid.UUID) -> int:
     return Ticket.objects.filter(tier_id=tier_id, claim__isnull=False).count()
 
 
+# Asked after each of a sale's last claims (claims/services/claiming.py):
+# written once and prepared, not compiled per claim.
+_EVENT_HAS_FREE_TICKET_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {Ticket._meta.db_table} k "  # noqa: S608
+    f"JOIN {Ticket._meta.get_field('tier').related_model._meta.db_table} t ON t.id = k.tier_id "
+    "WHERE t.event_id = %s AND k.claim_id IS NULL AND NOT k.blocked)"
+)
+
+
 def event_has_free_ticket(*, event_id: uuid.UUID | str) -> bool:
     """Postgres truth: any tier of the event still has an unheld ticket."""
-    return Ticket.objects.filter(
-        tier__event_id=event_id, claim__isnull=True, blocked=False
-    ).exists()
+    with prepared_cursor() as cursor:
+        cursor.execute(_EVENT_HAS_FREE_TICKET_SQL, [event_id])
+        return bool(cursor.fetchone()[0])
 
 
 def event_free_tickets(*, event_id: uuid.UUID | str) -> int:

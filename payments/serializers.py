@@ -1,5 +1,7 @@
 """Shapes of the payments REST interface."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from fairqueue.api import StrictSerializer
@@ -9,6 +11,10 @@ from payments.domain import PaymentStatus
 
 class PaymentCreateIn(StrictSerializer):
     """The body is empty: everything comes from the claim."""
+
+    @classmethod
+    def quick(cls, data: dict[str, Any]) -> dict[str, Any] | None:
+        return {} if not data else None  # any field is unknown: the serializer says so
 
 
 # The body is optional; when sent it is an empty JSON object. (drf-spectacular
@@ -32,3 +38,21 @@ class PaymentOut(serializers.Serializer):
 
     def get_authorization_url(self, payment) -> str | None:
         return payment.authorization_url or None
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def payment_out(payment: Any) -> dict[str, Any]:
+    """``PaymentOut``'s body, built by hand: every payment start answers it,
+    and a serializer deep-copies its fields per instance."""
+    return {
+        "payment_id": str(payment.id),
+        "claim_id": str(payment.claim_id),
+        "status": payment.status,
+        "reference": payment.reference,
+        "authorization_url": payment.authorization_url or None,
+        "amount": payment.amount,
+        "currency": payment.currency,
+        "created_at": _DATETIME.to_representation(payment.created_at),
+    }

@@ -24,7 +24,7 @@ from fairqueue.public_url import public_base_url
 from fairqueue.schema import error
 from payments.paystack import signature_valid
 from payments.selectors import payment_get_for_customer
-from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut
+from payments.serializers import PAYMENT_CREATE_BODY, PaymentCreateIn, PaymentOut, payment_out
 from payments.services import payment_initialize, payment_webhook_receive
 
 
@@ -65,7 +65,7 @@ class ClaimPaymentView(APIView):
             base_url=public_base_url(request),
         )
         return Response(
-            PaymentOut(start.payment).data,
+            payment_out(start.payment),
             status=status.HTTP_201_CREATED if start.created else status.HTTP_200_OK,
         )
 
@@ -81,7 +81,7 @@ class PaymentDetailView(APIView):
         payment = payment_get_for_customer(
             payment_id=payment_id, customer_id=customer_of(request).id
         )
-        return Response(PaymentOut(payment).data)
+        return Response(payment_out(payment))
 
 
 class AnswerInJson(BaseContentNegotiation):

@@ -10,6 +10,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from claims.domain import ISSUED_TICKET_MACHINE, IssuedTicketStatus, ticket_code_new
@@ -44,15 +45,19 @@ def issued_tickets_live(*, claim_id: uuid.UUID | str) -> list[IssuedTicket]:
     )
 
 
-def issued_tickets_make(claim: Claim) -> None:
+def issued_tickets_make(claim: Claim, *, issued: int | None = None) -> None:
     """``issued_tickets_issue`` for a claim the caller holds (its customer
     loaded), answering nothing: on a first confirmation one INSERT for every
     seat (the one-per-seat index skips a seat issued before). A code that
     collides (80 random bits: never in practice) is skipped by the INSERT
-    like an issued seat; the rounds after give its seat another."""
+    like an issued seat; the rounds after give its seat another.
+    ``issued``: that INSERT was sent already (``issued_tickets_after``), and
+    issued this many seats."""
     now = timezone.now()
     seats = list(range(1, claim.quantity + 1))
-    if len(_insert(claim, seats, now)) < len(seats):
+    if issued is None:
+        issued = len(_insert(claim, seats, now))
+    if issued < len(seats):
         for _ in range(3):
             missing = _seats_missing(claim)
             if not missing:
@@ -86,8 +91,51 @@ def _insert_sql(rows: int) -> str:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _insert_after_sql(statement: str, rows: int) -> str:
+    """``statement`` (a data-modifying one, RETURNING one column) and the
+    INSERT of ``rows`` tickets, in one statement: the tickets only when the
+    statement returned its row. Answers its column and how many seats were
+    issued. Each value is cast to its column's type: rows selected together
+    leave Postgres no other way to tell a NULL's."""
+    # Names and types come from the model; values are always parameters.
+    values = ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in _FIELDS)
+    select = " UNION ALL ".join([f"SELECT {values} FROM source"] * rows)  # noqa: S608
+    return (
+        f"WITH source AS ({statement}), "  # noqa: S608
+        f"issued AS (INSERT INTO {IssuedTicket._meta.db_table} ({_COLUMNS}) "
+        f"{select} ON CONFLICT DO NOTHING RETURNING seat) "
+        "SELECT source.*, (SELECT count(*) FROM issued) FROM source"
+    )
+
+
+def issued_tickets_after(
+    statement: str, params: list[Any], *, claim: Claim
+) -> tuple[Any, int] | None:
+    """Send ``statement`` (the claim's confirmation: a conditional UPDATE,
+    RETURNING one column) with the INSERT of the claim's tickets, which
+    happens only when the UPDATE moved the row. None when it did not (no
+    ticket issued); else its column and how many seats were issued (fewer
+    than the claim's quantity: ``issued_tickets_make`` issues the rest)."""
+    now = timezone.now()
+    seats = list(range(1, claim.quantity + 1))
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _insert_after_sql(statement, len(seats)), [*params, *_values(claim, seats, now)]
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1])
+
+
 def _insert(claim: Claim, seats: list[int], now: datetime) -> list[int]:
     """Issue these seats (one statement); the seats that were issued."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_insert_sql(len(seats)), _values(claim, seats, now))
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _values(claim: Claim, seats: list[int], now: datetime) -> list[Any]:
+    """The new tickets' column values, seat after seat, each with a fresh code."""
     values: list[Any] = []
     for seat in seats:
         ticket = IssuedTicket(
@@ -102,9 +150,7 @@ def _insert(claim: Claim, seats: list[int], now: datetime) -> list[int]:
             issued_at=now,
         )
         values += [getattr(ticket, f.attname) for f in _FIELDS]
-    with prepared_cursor() as cursor:
-        cursor.execute(_insert_sql(len(seats)), values)
-        return [row[0] for row in cursor.fetchall()]
+    return values
 
 
 def issued_tickets_void(*, claim_ids: list[uuid.UUID], reason: str) -> int:

@@ -12,7 +12,12 @@ from django.utils import timezone
 
 from claims.domain import CLAIM_MACHINE, ClaimStatus
 from claims.models import Claim
-from claims.services.issuing import issued_tickets_issue, issued_tickets_live, issued_tickets_make
+from claims.services.issuing import (
+    issued_tickets_after,
+    issued_tickets_issue,
+    issued_tickets_live,
+    issued_tickets_make,
+)
 from claims.services.resold import resales_complete
 from claims.services.tickets import is_one_purchase_violation
 from events.services import event_mark_sold_out
@@ -49,11 +54,17 @@ def claim_confirm(*, claim_id: uuid.UUID | str, claim: Claim | None = None) -> C
     A claim past its expiry that the expiry task has not released yet still
     holds its tickets, so the payment arrived in time for them."""
     now = timezone.now()
-    with prepared_cursor() as cursor:
-        cursor.execute(
-            _CONFIRM_SQL, [ClaimStatus.CONFIRMED.value, now, claim_id, ClaimStatus.CLAIMED.value]
-        )
-        answer = cursor.fetchone()
+    params = [ClaimStatus.CONFIRMED.value, now, claim_id, ClaimStatus.CLAIMED.value]
+    issued: int | None = None
+    if claim is not None and claim.status == ClaimStatus.CLAIMED:
+        # The caller's row says it will move: its tickets go in the same statement.
+        answer = issued_tickets_after(_CONFIRM_SQL, params, claim=claim)
+        if answer is not None:
+            issued = answer[1]
+    else:
+        with prepared_cursor() as cursor:
+            cursor.execute(_CONFIRM_SQL, params)
+            answer = cursor.fetchone()
     updated, on_resale = answer is not None, bool(answer and answer[0])
     if claim is None or not updated:
         claim = Claim.objects.select_related("customer").filter(pk=claim_id).first()
@@ -67,7 +78,7 @@ def claim_confirm(*, claim_id: uuid.UUID | str, claim: Claim | None = None) -> C
             f"A {claim.status} claim cannot be confirmed.",
             details={"from": claim.status, "to": ClaimStatus.CONFIRMED.value},
         )
-    issued_tickets_make(claim)
+    issued_tickets_make(claim, issued=issued)
     if on_resale:
         resales_complete(claim=claim, issued=issued_tickets_live(claim_id=claim.pk))
     _seats_sold(claim)

@@ -8,6 +8,7 @@ count is what monitoring reads)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -67,19 +68,31 @@ def gateway_incident_record(
 # Every payment start sends it: written once, not compiled per call.
 _RESOLVE_SQL = (
     f"UPDATE {GatewayIncident._meta.db_table} SET resolved_at = %s "  # noqa: S608
-    "WHERE operation = %s AND resolved_at IS NULL"
+    "WHERE operation = %s AND resolved_at IS NULL RETURNING id"
 )
 
 
 def gateway_incident_resolve(*, operation: str) -> int:
     """The operation succeeded: its open incident (if any) is over. One
     indexed UPDATE; returns how many rows it closed (0 or 1)."""
+    sql, params = gateway_incident_resolve_statement(operation=operation)
     with prepared_cursor() as cursor:
-        cursor.execute(_RESOLVE_SQL, [timezone.now(), operation])
+        cursor.execute(sql, params)
         closed: int = cursor.rowcount
+    gateway_incident_resolved(operation=operation, closed=closed)
+    return closed
+
+
+def gateway_incident_resolve_statement(*, operation: str) -> tuple[str, list[Any]]:
+    """``gateway_incident_resolve``'s UPDATE (SQL and parameters, RETURNING a
+    row per incident closed), for a caller that sends it with another
+    statement; it then reports what it closed (``gateway_incident_resolved``)."""
+    return _RESOLVE_SQL, [timezone.now(), operation]
+
+
+def gateway_incident_resolved(*, operation: str, closed: int) -> None:
     if closed:
         logger.warning("paystack accepts our %s again: incident resolved", operation)
-    return closed
 
 
 def gateway_incident_open(*, operation: str) -> GatewayIncident | None:

@@ -47,7 +47,12 @@ from payments.domain import (
 )
 from payments.models import Payment
 from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient
-from payments.services.incidents import gateway_incident_record, gateway_incident_resolve
+from payments.services.incidents import (
+    gateway_incident_record,
+    gateway_incident_resolve,
+    gateway_incident_resolve_statement,
+    gateway_incident_resolved,
+)
 from payments.services.outcomes import (
     apply_failure,
     apply_verify,
@@ -63,6 +68,7 @@ from payments.services.records import (
     payment_log,
     payment_next_check,
     payment_transition,
+    payment_transition_with,
 )
 from payments.services.verify import gateway_verify
 
@@ -231,8 +237,11 @@ def payment_gateway_initialize(
             payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
         )
         moved = False
-        if payment.status == P.INITIALIZING:  # the answer logged with the move, one statement
-            moved = payment_transition(
+        if payment.status == P.INITIALIZING:
+            # The answer logged with the move, and the operation's open
+            # incident (if any) closed: one statement.
+            moved, closed = payment_transition_with(
+                gateway_incident_resolve_statement(operation="initialize"),
                 payment=payment,
                 target=P.PENDING,
                 actor=actor,
@@ -243,17 +252,19 @@ def payment_gateway_initialize(
                 blocked_since=None,
                 next_check_at=timezone.now() + timedelta(seconds=first_check_seconds()),
             )
+            gateway_incident_resolved(operation="initialize", closed=closed)
         else:
             payment_log(
                 payment=payment, kind=EventKind.INITIALIZE_ANSWER, actor="gateway", data=answer.raw
             )
+            closed = gateway_incident_resolve(operation="initialize")
         if moved and blocked_since is not None:
             # The customer could not pay through no fault of theirs: the
             # claim gets the time the outage took from it.
             lost = (timezone.now() - blocked_since).total_seconds()
             claim_extend(claim_id=payment.claim_id, seconds=lost)
             logger.info("payment %s unblocked; claim extended by %.0fs", payment.reference, lost)
-        if gateway_incident_resolve(operation="initialize"):
+        if closed:
             _unblock_all()
     if moved:
         for field in Payment._meta.concrete_fields:

@@ -10,10 +10,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Field, ForeignKey
 from django.utils import timezone
 
 from claims.services import claim_payment_ended
+from fairqueue.db import prepared_cursor
 from fairqueue.news import send_on_commit
 from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
@@ -21,7 +22,8 @@ from payments.signals import refund_required
 
 # The log's INSERT and the state change's UPDATE are written once, from the
 # models (names from the models, values always parameters): every payment
-# step runs them, and the ORM would compile them anew each time.
+# step runs them, and the ORM would compile them anew each time. They are
+# prepared (fairqueue/db.py): Postgres plans each once per connection.
 PAYMENT_EVENT_FIELDS = [f for f in PaymentEvent._meta.concrete_fields if not f.primary_key]
 _INSERT_EVENT_SQL = (
     f"INSERT INTO {PaymentEvent._meta.db_table} "  # noqa: S608
@@ -30,9 +32,38 @@ _INSERT_EVENT_SQL = (
 )
 
 
+# Value types Django sends for a field of each kind as they are (its
+# preparation hands them back unchanged, and psycopg adapts them): a value of
+# one skips the preparation, which every column of every payment statement
+# would otherwise go through. Numbers (Django wraps them in psycopg's typed
+# ints), JSON and anything else are prepared as always.
+_SENT_AS_THEY_ARE: dict[str, frozenset[type]] = {
+    "UUIDField": frozenset({uuid.UUID}),
+    "CharField": frozenset({str}),
+    "TextField": frozenset({str}),
+    "DateTimeField": frozenset({datetime}),  # an aware one (below)
+}
+
+
+@functools.cache
+def _sent_as_they_are(field: Field[Any, Any]) -> frozenset[type]:
+    kind = (field.target_field if isinstance(field, ForeignKey) else field).get_internal_type()
+    plain = _SENT_AS_THEY_ARE.get(kind)
+    return frozenset() if plain is None else plain | {type(None)}
+
+
+def db_value(field: Field[Any, Any], value: Any) -> Any:
+    """``field.get_db_prep_save(value)``, without the call for a plain value
+    the field sends as it is (a naive datetime is still made aware)."""
+    kind = type(value)
+    if kind in _sent_as_they_are(field) and (kind is not datetime or value.tzinfo is not None):
+        return value
+    return field.get_db_prep_save(value, connection)
+
+
 def payment_event_values(event: PaymentEvent) -> list[Any]:
     """An unsaved log entry's column values, in ``PAYMENT_EVENT_FIELDS`` order."""
-    return [f.get_db_prep_save(getattr(event, f.attname), connection) for f in PAYMENT_EVENT_FIELDS]
+    return [db_value(f, getattr(event, f.attname)) for f in PAYMENT_EVENT_FIELDS]
 
 
 def payment_log(*, payment: Payment, kind: EventKind, actor: str, **details: Any) -> PaymentEvent:
@@ -64,7 +95,7 @@ def payment_entry(
 
 
 def _insert_entry(event: PaymentEvent) -> PaymentEvent:
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_INSERT_EVENT_SQL, payment_event_values(event))
         event.pk = cursor.fetchone()[0]
     event._state.adding = False
@@ -109,11 +140,11 @@ def payment_create(
     now = timezone.now()
     payment.created_at = payment.updated_at = now
     entry = PaymentEvent(payment_id=payment.pk, kind=kind, actor=actor, data=data, created_at=now)
-    values = [f.get_db_prep_save(getattr(payment, f.attname), connection) for f in _PAYMENT_FIELDS]
+    values = [db_value(f, getattr(payment, f.attname)) for f in _PAYMENT_FIELDS]
     sql, params = _INSERT_PAYMENT_SQL, [*values, *payment_event_values(entry)]
     if also is not None:
         sql, params = _with_statement(also[0]), [*also[1], *params]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         if cursor.fetchone() is None:
             return False
@@ -123,24 +154,37 @@ def payment_create(
 
 
 @functools.lru_cache(maxsize=64)
-def _transition_sql(target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool) -> str:
+def _transition_sql(
+    target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool, also: str | None = None
+) -> str:
     """The conditional UPDATE and its log entry, in one statement: the entry
     is written only when the UPDATE moved the row. ``logged_first``: another
     log entry is written first, in the same statement, whether or not the
-    row moves."""
+    row moves. ``also``: another data-modifying statement (RETURNING a row
+    per row it writes) sent first in the same statement; the statement then
+    answers one row: how many rows moved, and how many ``also`` wrote."""
     columns = [_PAYMENT_BY_NAME[name].column for name in names]
     assignments = ", ".join(f'"{column}" = %s' for column in ["status", "updated_at", *columns])
     sources = ", ".join(f"'{status}'" for status in PAYMENT_MACHINE.sources_of(target))
     insert_event = _INSERT_EVENT_SQL.split(" VALUES ")[0]
     first, after = "", ""
+    if also is not None:
+        first = f"also AS ({also}), "
     if logged_first:
-        first = f"logged AS ({_INSERT_EVENT_SQL}), "
+        first += f"logged AS ({_INSERT_EVENT_SQL}), "
         after = " AND EXISTS (SELECT 1 FROM logged)"  # the entry above is written first
+    logged = (
+        f"{insert_event} "  # noqa: S608
+        f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
+    )
+    last = logged
+    if also is not None:
+        last = f"entry AS ({logged}) SELECT (SELECT count(*) FROM entry), "  # noqa: S608
+        last += "(SELECT count(*) FROM also)"
     return (
         f"WITH {first}moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
         f"WHERE id = %s AND status IN ({sources}){after} RETURNING id) "
-        f"{insert_event} "
-        f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
+        f"{'' if also is None else ', '}{last}"
     )
 
 
@@ -163,7 +207,64 @@ def payment_transition(
     claim in this transaction, which ends its payment in flight
     (``claim_confirm``). ``logged_first``: an unsaved log entry written
     just before (in the same statement), whether or not the payment moves."""
+    moved, _ = _transition(
+        payment=payment,
+        target=target,
+        actor=actor,
+        reason=reason,
+        data=data,
+        claim_settled=claim_settled,
+        logged_first=logged_first,
+        also=None,
+        fields=fields,
+    )
+    return moved
+
+
+def payment_transition_with(
+    also: tuple[str, list[Any]],
+    *,
+    payment: Payment,
+    target: PaymentStatus,
+    actor: str,
+    reason: str = "",
+    logged_first: PaymentEvent | None = None,
+    **fields: Any,
+) -> tuple[bool, int]:
+    """``payment_transition`` with another write sent first in its statement
+    (``also``: SQL and parameters of a data-modifying statement RETURNING a
+    row per row it writes), whether or not the payment moves: whether it
+    moved, and how many rows ``also`` wrote. Plain values only (no
+    expression)."""
+    if any(hasattr(value, "resolve_expression") for value in fields.values()):
+        raise ValueError("payment_transition_with writes plain values only")
+    return _transition(
+        payment=payment,
+        target=target,
+        actor=actor,
+        reason=reason,
+        data=None,
+        claim_settled=False,
+        logged_first=logged_first,
+        also=also,
+        fields=fields,
+    )
+
+
+def _transition(
+    *,
+    payment: Payment,
+    target: PaymentStatus,
+    actor: str,
+    reason: str,
+    data: dict[str, Any] | None,
+    claim_settled: bool,
+    logged_first: PaymentEvent | None,
+    also: tuple[str, list[Any]] | None,
+    fields: dict[str, Any],
+) -> tuple[bool, int]:
     now = timezone.now()
+    also_wrote = 0
     if target == PaymentStatus.CONFIRMED:
         fields.setdefault("confirmed_at", now)
     if target == PaymentStatus.FAILED:
@@ -196,19 +297,25 @@ def payment_transition(
             )
     else:
         names = tuple(sorted(fields))
-        values = [
-            _PAYMENT_BY_NAME[name].get_db_prep_save(fields[name], connection) for name in names
-        ]
+        values = [db_value(_PAYMENT_BY_NAME[name], fields[name]) for name in names]
         params = [str(target), now, *values, payment.pk, *payment_event_values(entry)]
         if logged_first is not None:
             params = [*payment_event_values(logged_first), *params]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _transition_sql(target, names, logged_first=logged_first is not None), params
-            )
-            updated = cursor.rowcount
+        sql = _transition_sql(
+            target,
+            names,
+            logged_first=logged_first is not None,
+            also=None if also is None else also[0],
+        )
+        with prepared_cursor() as cursor:
+            if also is None:
+                cursor.execute(sql, params)
+                updated = cursor.rowcount
+            else:
+                cursor.execute(sql, [*also[1], *params])
+                updated, also_wrote = cursor.fetchone()
     if not updated:
-        return False
+        return False, also_wrote
     if source in LIVE_STATUSES and target not in LIVE_STATUSES and not claim_settled:
         claim_payment_ended(claim_id=payment.claim_id)
     payment.status = target
@@ -218,7 +325,7 @@ def payment_transition(
     if target == PaymentStatus.REFUND_REQUIRED:
         # The automatic refund (payments/receivers.py) follows the commit.
         send_on_commit(refund_required, sender=Payment, payment_id=payment.pk)
-    return True
+    return True, also_wrote
 
 
 def first_check_seconds() -> float:

@@ -18,9 +18,9 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
+from fairqueue.db import prepared_cursor
 from fairqueue.errors import AppError, ErrorCode
 from fairqueue.locks import locked_transaction, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
@@ -37,6 +37,7 @@ from payments.services.disputes import apply_dispute_webhook
 from payments.services.outcomes import apply_success, payment_lock_by_reference
 from payments.services.records import (
     PAYMENT_EVENT_FIELDS,
+    db_value,
     payment_event_values,
     payment_transition,
 )
@@ -268,13 +269,13 @@ def _receipt_record(
         raw_body=body.decode("utf-8", errors="replace"),
         created_at=now,
     )
-    params = [f.get_db_prep_save(getattr(receipt, f.attname), connection) for f in _RECEIPT_FIELDS]
+    params = [db_value(f, getattr(receipt, f.attname)) for f in _RECEIPT_FIELDS]
     for field, value in zip(PAYMENT_EVENT_FIELDS, payment_event_values(entry), strict=True):
         if field.name == "kind":
             params += [EventKind.WEBHOOK_RECEIVED.value, EventKind.WEBHOOK_DUPLICATE.value]
         else:
             params.append(value)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_RECEIPT_SQL, params)
         (kind,) = cursor.fetchone()
     return bool(kind == EventKind.WEBHOOK_RECEIVED.value)

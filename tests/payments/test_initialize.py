@@ -8,6 +8,7 @@ import pytest
 
 from claims.domain import ClaimStatus
 from payments.models import Payment, PaymentEvent
+from payments.serializers import PaymentOut, payment_out
 from tests.support.factories import CustomerFactory, bearer
 from tests.support.payments import held_tickets, kinds, make_claim, reload, transitions
 
@@ -261,3 +262,17 @@ def test_answer_lost_on_the_way_back_then_a_fresh_payment(api, sandbox):
     assert retry.json()["reference"] != lost.reference
     assert retry.json()["status"] == "PENDING"
     assert sandbox.stats()["initialize_created"] == 2
+
+
+def test_the_answers_have_the_documented_shape(api, sandbox):
+    """The payment start's answer (built by hand on its hot path) is
+    ``PaymentOut``'s, both while INITIALIZING and once PENDING."""
+    claim = make_claim()
+    started = start(api, claim).json()
+    payment = Payment.objects.get()
+    assert started == PaymentOut(payment).data
+    assert api.get(f"/api/v1/payments/{payment.id}/", **bearer(claim.customer)).json() == started
+    Payment.objects.filter(pk=payment.pk).update(status="INITIALIZING", authorization_url="")
+    payment = reload(payment)
+    assert payment_out(payment) == PaymentOut(payment).data
+    assert payment_out(payment)["authorization_url"] is None

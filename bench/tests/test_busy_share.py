@@ -1,4 +1,4 @@
-"""bench/report.py's figures that are computed rather than counted."""
+"""bench/floor.py: how busy the machine was beside the floor."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bench.report import busy_share
+from bench.floor import busy_share
 
 
 def test_busy_share_is_the_cpu_spent_over_all_cores_until_the_mark():
