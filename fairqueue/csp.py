@@ -125,7 +125,7 @@ class SitePolicyMiddleware(CSPMiddleware):
             if header not in response and not request.path_info.startswith(excluded):
                 response[header] = policy
         # As django-csp: a nonce asked for after the header was written fails loudly.
-        request.csp_nonce = CheckableLazyObject(_nonce_after_answer)  # type: ignore[attr-defined]
+        request.csp_nonce = CheckableLazyObject(_nonce_after_answer)  # type: ignore[attr-defined]  # django-csp's attribute, set on any request
         return response
 
     def get_policy_parts(
