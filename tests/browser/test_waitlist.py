@@ -5,6 +5,7 @@ the sale, while returns are open, the same for a returned ticket."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -16,7 +17,8 @@ from claims.models import Claim, IssuedTicket
 from claims.services import claim_confirm, claim_create, claim_release, ticket_return
 from events.models import Event
 from events.services import events_end_due
-from queueing.models import WaitlistState
+from queueing.domain import WaitlistStatus
+from queueing.models import WaitlistEntry, WaitlistState
 from queueing.services.waitlist_offers import waitlist_tick_event
 from tests.browser.conftest import sale, sign_in_directly
 from tests.support.browser import shot, text_of, wait_for, wait_panel
@@ -80,6 +82,63 @@ def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, sta
     claim = Claim.objects.get(customer=customer)
     assert (claim.status, claim.tier_id, claim.quantity) == ("CONFIRMED", regular.id, 1)
     shot(driver, "waitlist-3-paid")
+
+
+# Before the page's scripts: its reads of ``.../me/`` answer 1.5 s late.
+SLOW_ME = """
+const fetchNow = window.fetch;
+window.fetch = (url, options) => String(url).split("?")[0].endsWith("/me/")
+  ? new Promise((done) => setTimeout(done, 1500)).then(() => fetchNow(url, options))
+  : fetchNow(url, options);
+"""
+
+
+def test_a_page_opened_on_an_offer_shows_it_and_stays(phone, stack):
+    """The offer was made before the page opened: the page shows "It is your
+    turn" for it and stays there, though its read of the list may answer
+    before its own read of the admission (it must not reload in a loop)."""
+    driver = phone
+    event = sale(tickets=1)
+    (holder,) = admit_directly(event, [CustomerFactory()])
+    regular = event.tiers.get(name="Regular")
+    held = claim_create(
+        event_id=event.id,
+        customer_id=holder.customer.id,
+        admission_token=holder.token,
+        tier_id=regular.id,
+        quantity=1,
+    )
+    Event.objects.filter(pk=event.pk).update(status="SOLD_OUT")
+    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
+    WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
+    customer = CustomerFactory()
+    sign_in_directly(driver, stack.url, customer)
+    driver.get(f"{stack.url}/events/{event.id}/queue/")
+    wait_for(driver, lambda d: d.find_element(By.ID, "waitlist-join").is_displayed(), what="join")
+    driver.find_element(By.ID, "waitlist-join").click()
+    wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+    claim_release(claim_id=held.id, reason=ReleaseReason.CUSTOMER)
+    wait_for(
+        driver,
+        lambda d: WaitlistEntry.objects.filter(
+            customer=customer, status=WaitlistStatus.OFFERED
+        ).exists(),
+        what="the offer in Postgres",
+    )
+
+    # The page's own read of the customer's state answers after its read of
+    # the list (a slow network, a busy server): the race, made certain.
+    slow_me = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": SLOW_ME})
+    try:
+        driver.get(f"{stack.url}/events/{event.id}/queue/")
+        wait_panel(driver, "admitted")
+        wait_for(driver, lambda d: text_of(d, "waitlist-offer-until") != "", what="the offer")
+        driver.execute_script("window.stillHere = true;")
+        time.sleep(4)  # longer than the page waits for its own read before it reloads
+        assert driver.execute_script("return window.stillHere === true;"), "the page reloaded"
+        assert text_of(driver, "waitlist-offer-until") != ""
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", slow_me)
 
 
 def test_after_the_sale_the_page_offers_the_list_and_a_returned_ticket(phone, stack):

@@ -9,6 +9,7 @@ import { api, errorText, pageConfig, session } from "../lib/api.js";
 import { localDateTime, number } from "../lib/format.js";
 
 const POLL_MS = 15000;
+const SHOW_WITHIN_MS = 3000;  // the page's own read of its admission, before a reload
 const cfg = pageConfig();
 const PATH = cfg.api + "events/" + cfg.event_id + "/waitlist/";
 const box = document.getElementById("waitlist");
@@ -61,8 +62,11 @@ function render(entry) {
     show("offered");
     setText("waitlist-offer-until", localDateTime(entry.offer_expires_at));
     if (!document.querySelector("[data-panel=admitted]:not([hidden])")) {
-      // The admission is the page's to show: read it again.
-      window.location.reload();
+      // The admission is the page's to show, once its own read answers (the
+      // observer below then reads the entry again). A page that read its
+      // state before the offer never shows it: reload, once per offer, so
+      // a page whose read is merely slower than this one cannot loop.
+      timer = setTimeout(() => reloadOnce(entry), SHOW_WITHIN_MS);
       return;
     }
     narrowClaim(entry);
@@ -77,6 +81,14 @@ function render(entry) {
     setText("waitlist-ahead", entry.position === 1 ? "You are next: the next ticket that comes back is yours." : number(entry.position - 1) + " ahead of you on the waiting list.");
   }
   timer = setTimeout(load, POLL_MS);
+}
+
+function reloadOnce(entry) {
+  const key = "fq-offer-reload:" + cfg.event_id + ":" + entry.offer_expires_at;
+  if (document.querySelector("[data-panel=admitted]:not([hidden])")) return;
+  if (window.sessionStorage.getItem(key)) return;
+  window.sessionStorage.setItem(key, "1");
+  window.location.reload();
 }
 
 async function load() {
