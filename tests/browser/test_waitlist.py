@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from claims.domain import ReleaseReason
 from claims.models import Claim, IssuedTicket
-from claims.services import claim_confirm, claim_create, claim_release, ticket_return
+from claims.services import claim_confirm, claim_release, ticket_return
 from events.models import Event
 from events.services import events_end_due
 from queueing.domain import WaitlistStatus
@@ -23,30 +23,25 @@ from queueing.services.waitlist_offers import waitlist_tick_event
 from tests.browser.conftest import sale, sign_in_directly
 from tests.support.browser import shot, text_of, wait_for, wait_panel
 from tests.support.factories import CustomerFactory
-from tests.support.sales import admit_directly
+from tests.support.sales import admit_directly, claim_one
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, stack):
-    driver = phone
-    event = sale(tickets=1)
-    regular, vip = event.tiers.get(name="Regular"), event.tiers.get(name="VIP")
-    holders = admit_directly(event, [CustomerFactory(), CustomerFactory()])
-    held = [
-        claim_create(
-            event_id=event.id,
-            customer_id=h.customer.id,
-            admission_token=h.token,
-            tier_id=tier.id,
-            quantity=q,
-        )
-        for h, tier, q in ((holders[0], regular, 1), (holders[1], vip, 1))
-    ]
-    Event.objects.filter(pk=event.pk).update(status="SOLD_OUT")
-    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
+def held_by_someone(event, tier):
+    """A customer admitted and holding one ticket of ``tier``: their claim."""
+    (holder,) = admit_directly(event, [CustomerFactory()])
+    return claim_one(tier, holder)
+
+
+def list_drawn(event) -> None:
+    """The waiting list opened two minutes ago: its first minute is drawn."""
+    opened = timezone.now() - timedelta(minutes=2)
     WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
 
+
+def first_on_the_list(driver, stack, event):
+    """A new customer opens the event's page, joins the list and is first."""
     customer = CustomerFactory()
     sign_in_directly(driver, stack.url, customer)
     driver.get(f"{stack.url}/events/{event.id}/queue/")
@@ -54,6 +49,18 @@ def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, sta
     assert not driver.find_element(By.ID, "join-button").is_displayed()  # not the line's join
     driver.find_element(By.ID, "waitlist-join").click()
     wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+    return customer
+
+
+def test_on_a_phone_the_waiting_list_offers_a_ticket_that_is_paid_for(phone, stack):
+    driver = phone
+    event = sale(tickets=1)
+    regular, vip = event.tiers.get(name="Regular"), event.tiers.get(name="VIP")
+    held = [held_by_someone(event, regular), held_by_someone(event, vip)]
+    Event.objects.filter(pk=event.pk).update(status="SOLD_OUT")
+    list_drawn(event)
+
+    customer = first_on_the_list(driver, stack, event)
     assert "next ticket" in text_of(driver, "waitlist-ahead")
     assert driver.execute_script("return document.documentElement.scrollWidth") <= 390
     shot(driver, "waitlist-1-place")
@@ -99,24 +106,10 @@ def test_a_page_opened_on_an_offer_shows_it_and_stays(phone, stack):
     before its own read of the admission (it must not reload in a loop)."""
     driver = phone
     event = sale(tickets=1)
-    (holder,) = admit_directly(event, [CustomerFactory()])
-    regular = event.tiers.get(name="Regular")
-    held = claim_create(
-        event_id=event.id,
-        customer_id=holder.customer.id,
-        admission_token=holder.token,
-        tier_id=regular.id,
-        quantity=1,
-    )
+    held = held_by_someone(event, event.tiers.get(name="Regular"))
     Event.objects.filter(pk=event.pk).update(status="SOLD_OUT")
-    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
-    WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
-    customer = CustomerFactory()
-    sign_in_directly(driver, stack.url, customer)
-    driver.get(f"{stack.url}/events/{event.id}/queue/")
-    wait_for(driver, lambda d: d.find_element(By.ID, "waitlist-join").is_displayed(), what="join")
-    driver.find_element(By.ID, "waitlist-join").click()
-    wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+    list_drawn(event)
+    customer = first_on_the_list(driver, stack, event)
     claim_release(claim_id=held.id, reason=ReleaseReason.CUSTOMER)
     wait_for(
         driver,
@@ -147,29 +140,16 @@ def test_after_the_sale_the_page_offers_the_list_and_a_returned_ticket(phone, st
     driver = phone
     event = sale(tickets=1, returns_until=timezone.now() + timedelta(days=1))
     regular = event.tiers.get(name="Regular")
-    (holder,) = admit_directly(event, [CustomerFactory()])
-    bought = claim_create(
-        event_id=event.id,
-        customer_id=holder.customer.id,
-        admission_token=holder.token,
-        tier_id=regular.id,
-        quantity=1,
-    )
+    bought = held_by_someone(event, regular)
     claim_confirm(claim_id=bought.id)
     Event.objects.filter(pk=event.pk).update(sale_end=timezone.now() - timedelta(seconds=1))
     events_end_due()
-    opened = timezone.now() - timedelta(minutes=2)  # past the first minute's draw
-    WaitlistState.objects.create(event_id=event.id, opened_at=opened, drawn_at=opened)
+    list_drawn(event)
 
-    customer = CustomerFactory()
-    sign_in_directly(driver, stack.url, customer)
-    driver.get(f"{stack.url}/events/{event.id}/queue/")
-    wait_for(driver, lambda d: d.find_element(By.ID, "waitlist-join").is_displayed(), what="join")
-    driver.find_element(By.ID, "waitlist-join").click()
-    wait_for(driver, lambda d: text_of(d, "waitlist-place") == "1", what="place 1")
+    customer = first_on_the_list(driver, stack, event)
 
     (ticket,) = IssuedTicket.objects.filter(claim=bought)
-    ticket_return(code=ticket.code, customer_id=holder.customer.id)
+    ticket_return(code=ticket.code, customer_id=bought.customer_id)
     waitlist_tick_event(event_id=event.id)
     driver.refresh()
     wait_panel(driver, "admitted")
