@@ -28,6 +28,15 @@ tools:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	}
+# And nginx (Debian's package): deploy/nginx.conf run in front of a test origin.
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "nginx is missing: sudo apt-get install nginx (Debian/Ubuntu)" >&2; exit 1; \
+		fi; \
+		echo "installing nginx (Debian package nginx)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends nginx >/dev/null; \
+	}
 
 # The browser tests drive Debian's chromium + chromium-driver (never a downloaded browser):
 # installed here when missing and this machine allows it (root with apt-get). Otherwise the

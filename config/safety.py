@@ -11,6 +11,7 @@ Pure functions of the values: no Django import, tested without a process.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 MIN_KEY_LENGTH = 32
@@ -29,6 +30,7 @@ DEMO_VALUES = frozenset(
     }
 )
 SANDBOX_PAYSTACK_KEY = "sk_test_fairqueue_sandbox"
+PUBLIC_PAYSTACK_KEY_PREFIXES = ("pk_live_", "pk_test_")
 # Email backends that put sign-in codes where others read them (logs, memory, files).
 LEAKY_EMAIL_BACKENDS = frozenset(
     {
@@ -52,27 +54,59 @@ def signing_key_problem(name: str, value: str) -> str | None:
     return None
 
 
+def token_signing_key_problem(value: str, *, secret_key: str) -> str | None:
+    """The key that mints customers is not the one behind Django's sessions:
+    one leaked key must not give both."""
+    problem = signing_key_problem("TOKEN_SIGNING_KEY", value)
+    if problem is None and value == secret_key:
+        return "TOKEN_SIGNING_KEY is the same as DJANGO_SECRET_KEY: give it a key of its own"
+    return problem
+
+
 def paystack_problems(*, secret_key: str, base_url: str, sandbox: bool) -> list[str]:
     """A production deployment takes real payments: the live gateway over
     TLS and a live key. ``PAYMENTS_SANDBOX=true`` is the explicit demo switch
     (and every page then says payments are not real): it allows the sandbox
     gateway or Paystack's test mode, never a key anyone can read. The key
     checks webhook signatures, so a demo on the published sandbox key would
-    take a ``charge.success`` signed by anyone."""
+    take a ``charge.success`` signed by anyone; so would a short key, or a
+    public one (``pk_...``: every checkout page carries it)."""
     if sandbox:
-        problem = signing_key_problem("PAYSTACK_SECRET_KEY", secret_key)
+        problem = public_paystack_key_problem(secret_key) or signing_key_problem(
+            "PAYSTACK_SECRET_KEY", secret_key
+        )
         return [problem] if problem else []
     problems = []
     if not secret_key:
         problems.append("PAYSTACK_SECRET_KEY is not set")
     elif secret_key == SANDBOX_PAYSTACK_KEY or secret_key in DEMO_VALUES:
         problems.append("PAYSTACK_SECRET_KEY is the sandbox gateway's public key")
+    elif problem := public_paystack_key_problem(secret_key):
+        problems.append(problem)
     elif secret_key.startswith("sk_test_"):
         problems.append("PAYSTACK_SECRET_KEY is a test-mode key (test cards would buy tickets)")
+    elif problem := signing_key_problem("PAYSTACK_SECRET_KEY", secret_key):
+        problems.append(problem)
     # The sandbox gateway only speaks plain HTTP; Paystack only HTTPS.
     if urlsplit(base_url).scheme != "https":
         problems.append(f"PAYSTACK_BASE_URL is not an https URL ({base_url!r}: the sandbox?)")
     return problems
+
+
+def public_paystack_key_problem(secret_key: str) -> str | None:
+    """Paystack's public keys are in every checkout page: never the secret."""
+    for prefix in PUBLIC_PAYSTACK_KEY_PREFIXES:
+        if secret_key.startswith(prefix):
+            return f"PAYSTACK_SECRET_KEY is a public key ({prefix}...): use the secret key"
+    return None
+
+
+def allowed_hosts_problem(hosts: Sequence[str]) -> str | None:
+    """``*`` answers any Host header, so whatever the app builds from the
+    request's host (absolute links, redirects) follows the caller's choice."""
+    if any(host.strip() == "*" for host in hosts):
+        return "DJANGO_ALLOWED_HOSTS is '*' (any Host header is answered): list the site's hosts"
+    return None
 
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -122,6 +156,7 @@ def production_problems(
     metrics_token: str,
     metrics_loopback_only: bool,
     num_proxies: int,
+    allowed_hosts: Sequence[str] = (),
 ) -> list[str]:
     """Everything wrong with these production settings, one line each, each
     naming its variable; empty when they are safe to serve with."""
@@ -129,7 +164,8 @@ def production_problems(
         problem
         for problem in (
             signing_key_problem("DJANGO_SECRET_KEY", secret_key),
-            signing_key_problem("TOKEN_SIGNING_KEY", token_signing_key),
+            token_signing_key_problem(token_signing_key, secret_key=secret_key),
+            allowed_hosts_problem(allowed_hosts),
             public_url_problem(public_base_url, sandbox=payments_sandbox),
             metrics_problem(
                 token=metrics_token, loopback_only=metrics_loopback_only, num_proxies=num_proxies

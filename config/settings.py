@@ -423,6 +423,7 @@ if not DEBUG:
         metrics_token=METRICS_TOKEN,
         metrics_loopback_only=METRICS_LOOPBACK_ONLY,
         num_proxies=NUM_PROXIES,
+        allowed_hosts=ALLOWED_HOSTS,
     )
     if _problems:
         raise ImproperlyConfigured(

@@ -27,6 +27,7 @@ GOOD = {
     "metrics_token": "m" + secrets.token_urlsafe(32),
     "metrics_loopback_only": False,
     "num_proxies": 1,
+    "allowed_hosts": ["tickets.example.com"],
 }
 
 
@@ -48,12 +49,27 @@ def test_a_correct_production_configuration_has_no_problem():
         ({"secret_key": "abab" * 20}, "DJANGO_SECRET_KEY has fewer than 5 distinct"),
         ({"token_signing_key": ""}, "TOKEN_SIGNING_KEY is not set"),
         ({"token_signing_key": "k"}, "TOKEN_SIGNING_KEY is shorter than 32"),
+        (
+            {"token_signing_key": GOOD["secret_key"]},
+            "TOKEN_SIGNING_KEY is the same as DJANGO_SECRET_KEY",
+        ),
+        ({"allowed_hosts": ["*"]}, "DJANGO_ALLOWED_HOSTS is '*'"),
+        ({"allowed_hosts": ["tickets.example.com", " *"]}, "DJANGO_ALLOWED_HOSTS is '*'"),
         ({"paystack_secret_key": ""}, "PAYSTACK_SECRET_KEY is not set"),
         (
             {"paystack_secret_key": "sk_test_fairqueue_sandbox"},
             "PAYSTACK_SECRET_KEY is the sandbox gateway's public key",
         ),
         ({"paystack_secret_key": "sk_test_" + "9" * 40}, "PAYSTACK_SECRET_KEY is a test-mode key"),
+        ({"paystack_secret_key": "x"}, "PAYSTACK_SECRET_KEY is shorter than 32"),
+        (
+            {"paystack_secret_key": "pk_live_" + "0123456789abcdef" * 3},
+            "PAYSTACK_SECRET_KEY is a public key (pk_live_...)",
+        ),
+        (
+            {"paystack_secret_key": "pk_test_" + "0123456789abcdef" * 3},
+            "PAYSTACK_SECRET_KEY is a public key (pk_test_...)",
+        ),
         ({"paystack_base_url": "http://sandbox:8002"}, "PAYSTACK_BASE_URL is not an https URL"),
         ({"paystack_base_url": "http://127.0.0.1:8002"}, "PAYSTACK_BASE_URL is not an https URL"),
         (
@@ -102,6 +118,10 @@ def test_the_demo_switch_allows_the_sandbox_gateway_but_not_weak_keys():
         ("sk_test_fairqueue_sandbox", "PAYSTACK_SECRET_KEY is a published demo value"),
         ("", "PAYSTACK_SECRET_KEY is not set"),
         ("sk_test_short", "PAYSTACK_SECRET_KEY is shorter than 32 characters"),
+        (
+            "pk_test_" + "0123456789abcdef" * 3,
+            "PAYSTACK_SECRET_KEY is a public key (pk_test_...): use the secret key",
+        ),
     ],
 )
 def test_the_demo_switch_never_takes_a_key_anyone_can_sign_webhooks_with(key, problem):
@@ -289,6 +309,36 @@ def test_the_demo_switch_refuses_to_start_on_the_published_sandbox_key():
     result = run([PY, "manage.py", "check"], env)
     assert result.returncode != 0
     assert "PAYSTACK_SECRET_KEY is a published demo value" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        (
+            "TOKEN_SIGNING_KEY",
+            GOOD["secret_key"],
+            "TOKEN_SIGNING_KEY is the same as DJANGO_SECRET_KEY",
+        ),
+        ("PAYSTACK_SECRET_KEY", "x", "PAYSTACK_SECRET_KEY is shorter than 32 characters"),
+        (
+            "PAYSTACK_SECRET_KEY",
+            "pk_live_" + "0123456789abcdef" * 3,
+            "PAYSTACK_SECRET_KEY is a public key (pk_live_...)",
+        ),
+        ("DJANGO_ALLOWED_HOSTS", "*", "DJANGO_ALLOWED_HOSTS is '*'"),
+    ],
+)
+def test_production_refuses_to_start_on_a_shared_short_or_public_key_or_any_host(
+    variable, value, problem
+):
+    """Webhooks checked with a key anyone has, customers minted with the
+    sessions' key, or any Host header answered: each stops the process."""
+    result = run([PY, "manage.py", "check"], production_env(**{variable: value}))
+    assert result.returncode != 0, result.stdout
+    assert "Refusing to start with DJANGO_DEBUG=false" in result.stderr
+    assert problem in result.stderr
+    assert "System check identified" not in result.stdout
 
 
 # --- the banner -----------------------------------------------------------------------
