@@ -41,6 +41,7 @@ COPY inventory ./inventory
 COPY events ./events
 COPY queueing ./queueing
 COPY claims ./claims
+COPY ledger ./ledger
 COPY payments ./payments
 COPY storefront ./storefront
 COPY console ./console

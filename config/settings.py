@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "events",
     "queueing",
     "claims",
+    "ledger",
     "payments",
     "storefront",
     "console",

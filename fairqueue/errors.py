@@ -97,6 +97,8 @@ class ErrorCode(StrEnum):
     TICKET_NOT_RETURNABLE = "ticket_not_returnable"
     RETURN_NOT_FOUND = "return_not_found"
     RETURN_TAKEN = "return_taken"
+    # The purchase's account says no ticket of it may move (disputed, refunded).
+    TICKET_NOT_MOVABLE = "ticket_not_movable"
     TRANSFERS_NOT_ALLOWED = "transfers_not_allowed"
     TRANSFER_PENDING = "transfer_pending"
     TRANSFER_NOT_FOUND = "transfer_not_found"

@@ -71,6 +71,12 @@ LIVE_STATUSES = (P.INITIALIZING, P.PENDING)
 UNPAID_STATUSES = (*LIVE_STATUSES, P.FAILED)
 # The gateway took the money and it has not (all) come back yet.
 MONEY_TAKEN_STATUSES = (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUND_PENDING, P.REFUND_FAILED)
+# The moves that say the gateway took an unpaid payment's money: its charge
+# enters the purchase's account with them.
+TAKEN_ON_ARRIVAL = (P.CONFIRMED, P.REFUND_REQUIRED)
+# The gateway took the money and the payment kept it (some of it may be back
+# by now): a resale's refund may be paid from these.
+PAID_STATUSES = (P.CONFIRMED, P.REFUND_PENDING, P.REFUNDED, P.REFUND_FAILED)
 # A refund may be started from these (staff, or automatically for REFUND_REQUIRED).
 REFUNDABLE_STATUSES = (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUND_FAILED)
 # Settled for good as far as a charge.success is concerned: a repeat changes nothing.

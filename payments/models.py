@@ -151,12 +151,21 @@ class Refund(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            # One refund in flight per payment: its webhooks name the
-            # transaction, so they can only belong to that one.
+            # One refund of ours in flight per payment: each is asked for
+            # against what the purchase's account allows once the last has
+            # settled. A refund made in the gateway's dashboard is recorded
+            # whenever it comes (``requested_by`` gateway).
             models.UniqueConstraint(
                 fields=["payment"],
-                condition=models.Q(status__in=[s.value for s in OPEN_REFUND_STATUSES]),
+                condition=models.Q(status__in=[s.value for s in OPEN_REFUND_STATUSES])
+                & ~models.Q(requested_by="gateway"),
                 name="refund_one_open_per_payment",
+            ),
+            # A gateway refund is ours, or recorded as made outside, once.
+            models.UniqueConstraint(
+                fields=["gateway_refund_id"],
+                condition=~models.Q(gateway_refund_id=""),
+                name="refund_gateway_id_once",
             ),
             models.CheckConstraint(condition=models.Q(amount__gt=0), name="refund_amount"),
         ]

@@ -127,6 +127,7 @@ class RefundAnswer:
     currency: Any
     transaction_reference: str
     raw: dict[str, Any] = field(repr=False)
+    merchant_note: str = ""
 
     @classmethod
     def from_data(cls, data: dict[str, Any], raw: dict[str, Any]) -> RefundAnswer:
@@ -141,6 +142,7 @@ class RefundAnswer:
             currency=data.get("currency"),
             transaction_reference=str(reference or ""),
             raw=raw,
+            merchant_note=str(data.get("merchant_note") or ""),
         )
 
 

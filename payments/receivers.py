@@ -10,8 +10,8 @@ from django.dispatch import receiver
 
 from claims.signals import ticket_resold
 from fairqueue.news import enqueue
-from payments.signals import refund_required
-from payments.tasks import payment_refund_auto, resale_refund_open
+from payments.signals import refund_required, refunds_to_look_up
+from payments.tasks import payment_refund_auto, payment_refunds_sync, resale_refund_open
 
 
 @receiver(refund_required, dispatch_uid="payments.auto_refund")
@@ -27,3 +27,10 @@ def resale_refund_enqueue(sender: Any, return_id: uuid.UUID, **kwargs: Any) -> N
     """A returned ticket was paid for by someone else: its first buyer's
     refund starts (refund reconciliation opens any not enqueued)."""
     enqueue(resale_refund_open, str(return_id))
+
+
+@receiver(refunds_to_look_up, dispatch_uid="payments.refunds_sync")
+def refunds_sync_enqueue(sender: Any, payment_id: uuid.UUID, **kwargs: Any) -> None:
+    """A refund event named no refund we know: the gateway's list decides
+    which is ours (our open refunds are also due for their own look-up)."""
+    enqueue(payment_refunds_sync, str(payment_id))

@@ -40,3 +40,9 @@ def resale_refund_open(return_id: str) -> str:
     """Enqueued when a returned ticket is resold; refund reconciliation is
     the safety net when this never runs."""
     return services.resale_refund_open(return_id=uuid.UUID(return_id))
+
+
+@shared_task(name="payments.tasks.payment_refunds_sync")
+def payment_refunds_sync(payment_id: str) -> str:
+    """Enqueued when a refund event names no refund we know."""
+    return services.payment_refunds_sync(payment_id=uuid.UUID(payment_id))

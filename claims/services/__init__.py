@@ -14,6 +14,12 @@ returned for resale (``resale``, sold in ``resold``) or sent to another
 person (``transfers``).
 """
 
+from claims.services.account import (
+    face_value,
+    purchase_balance,
+    purchase_post,
+    ticket_may_move,
+)
 from claims.services.checkin import issued_ticket_check_in
 from claims.services.claiming import claim_create
 from claims.services.expiry import claims_expire
@@ -53,11 +59,15 @@ __all__ = [
     "claim_reinstate",
     "claim_release",
     "claims_expire",
+    "face_value",
     "holder_ticket",
     "issued_ticket_check_in",
     "issued_tickets_issue",
     "issued_tickets_void",
+    "purchase_balance",
+    "purchase_post",
     "returns_close_due",
+    "ticket_may_move",
     "ticket_return",
     "ticket_return_quote",
     "ticket_return_withdraw",

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason, release_sources
 from claims.models import Claim
+from claims.services.account import purchase_balance, purchase_post
 from claims.services.issuing import issued_tickets_void
 from claims.services.resold import returns_end_for_claim
 from claims.signals import claim_cancelled
@@ -23,6 +24,7 @@ from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, tickets_free
 from inventory.signals import tickets_freed
 from inventory.store import inventory_store
+from ledger.domain import cancel_moves
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,13 @@ def claim_release(
             )
         if claim.status == ClaimStatus.CONFIRMED:  # only a paid purchase has returns
             returns_end_for_claim(claim_id=claim.pk, reason=ReleaseReason(reason).value)
+            # Its account: the tickets it held are given up (the money stays
+            # where it is: a refund, or staff, decide what becomes of it).
+            purchase_post(
+                claim,
+                cancel_moves(purchase_balance(claim)),
+                actor=str(ReleaseReason(reason).value),
+            )
         freed = tickets_free(claim_ids=[claim.pk])
         tickets_returned_on_commit(event_id=claim.event_id, returned=freed)
     claim.refresh_from_db()

@@ -24,6 +24,7 @@ from claims.domain import (
     ticket_code_normalize,
 )
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
+from claims.services.account import purchase_post, ticket_may_move
 from claims.services.payments import claim_lock
 from claims.services.refusals import mark_sold_out_if_none_left
 from claims.services.release import tickets_returned_on_commit
@@ -34,6 +35,7 @@ from inventory.models import Ticket
 from inventory.seating.domain import SeatChange, SeatStatus
 from inventory.seating.seatmap import seats_changed_on_commit
 from inventory.services import Freed, inventory_sync_event
+from ledger.domain import EntryKind, Move
 
 T = IssuedTicketStatus
 R = ReturnStatus
@@ -109,6 +111,7 @@ def ticket_return(*, code: str, customer_id: uuid.UUID | str) -> TicketReturn:
             return open_return
         if claim.status != ClaimStatus.CONFIRMED:
             raise _not_live(ticket)
+        ticket_may_move(claim, verb="returned")
         if TicketTransfer.objects.filter(
             ticket_id=ticket.pk, status=TransferStatus.PENDING
         ).exists():
@@ -132,6 +135,7 @@ def ticket_return(*, code: str, customer_id: uuid.UUID | str) -> TicketReturn:
             refund_amount=quote.refund_amount,
             currency=quote.currency,
         )
+        purchase_post(claim, [Move(EntryKind.TICKET_RETURNED)], actor="holder", ref=str(ret.pk))
         ticket_log(
             ticket_id=ticket.pk,
             kind="returned",
@@ -198,6 +202,7 @@ def return_take_back(ret: TicketReturn, claim: Claim, *, actor: str, closed: boo
         status=R.WITHDRAWN, ended_at=now, end_reason=RETURNS_CLOSED if closed else ""
     )
     IssuedTicket.objects.filter(pk=ret.ticket_id, status=T.ON_RESALE).update(status=T.VALID)
+    purchase_post(claim, [Move(EntryKind.TICKET_WITHDRAWN)], actor=actor, ref=str(ret.pk))
     ticket_log(
         ticket_id=ret.ticket_id,
         kind="return_closed" if closed else "return_withdrawn",

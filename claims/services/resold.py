@@ -25,11 +25,13 @@ from claims.domain import (
     VoidReason,
 )
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
+from claims.services.account import purchase_balance, purchase_post
 from claims.services.ticket_log import ticket_log
 from claims.signals import ticket_resold
 from fairqueue.locks import claim_row_lock
 from fairqueue.news import send_on_commit
 from inventory.models import Ticket
+from ledger.domain import resale_moves
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,14 @@ def resales_complete(*, claim: Claim, issued: list[IssuedTicket]) -> list[Ticket
         if not ended:
             continue
         claim_ticket_moved(claim_id=seller_id, label=row.label or "")
+        # The first buyer's account: the ticket left it, and what backed it is
+        # owed back (face value minus the fee) and the fee kept.
+        purchase_post(
+            seller,
+            resale_moves(purchase_balance(seller), owed=ret.refund_amount, fee=ret.fee),
+            actor="buyer",
+            ref=str(ret.pk),
+        )
         IssuedTicket.objects.filter(
             pk=ret.ticket_id, status__in=ISSUED_TICKET_MACHINE.sources_of(T.VOID)
         ).update(status=T.VOID, voided_at=now, void_reason=VoidReason.RESOLD.value)
@@ -154,6 +164,28 @@ def ticket_return_refund_opened(*, return_id: uuid.UUID | str, refund_id: uuid.U
     return _return_refund_moved(
         return_id, named=None, to=refund_id, kind="refund_requested", actor="system"
     )
+
+
+# ``TicketReturn.end_reason`` of a RESOLD return whose refund is not due: the
+# purchase's account owes nothing more for it (the bank paid it back).
+NOTHING_OWED = "nothing_owed"
+
+
+def ticket_return_refund_closed(*, return_id: uuid.UUID | str, reason: str) -> bool:
+    """A RESOLD return's refund will never be asked for (``reason``),
+    written in its ticket's log; False when it was opened or closed already."""
+    ret = TicketReturn.objects.filter(pk=return_id).first()
+    if ret is None or not TicketReturn.objects.filter(
+        pk=return_id, status=R.RESOLD, refund_id__isnull=True, end_reason=""
+    ).update(end_reason=reason):
+        return False
+    ticket_log(
+        ticket_id=ret.ticket_id,
+        kind="refund_closed",
+        actor="system",
+        data={"return_id": str(return_id), "reason": reason, "amount": ret.refund_amount},
+    )
+    return True
 
 
 def ticket_return_refund_retry(

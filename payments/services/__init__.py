@@ -26,7 +26,12 @@ from payments.services.reconcile import (
     payments_due,
     payments_reconcile,
 )
-from payments.services.refund_checks import refund_reconcile, refunds_due, refunds_reconcile
+from payments.services.refund_checks import (
+    payment_refunds_sync,
+    refund_reconcile,
+    refunds_due,
+    refunds_reconcile,
+)
 from payments.services.refunds import payment_refund, payment_refund_auto, refundable_amount
 from payments.services.resale_refunds import resale_refund_open, resale_refund_retry
 from payments.services.returns import payment_check_on_return
@@ -55,6 +60,7 @@ __all__ = [
     "payment_refund",
     "payment_refund_auto",
     "payment_refund_by_staff",
+    "payment_refunds_sync",
     "payment_settle_before_expiry",
     "payment_verify_now",
     "payment_webhook_receive",

@@ -16,7 +16,15 @@ from django.utils import timezone
 from claims.services import claim_payment_ended
 from fairqueue.db import prepared_cursor
 from fairqueue.news import send_on_commit
-from payments.domain import LIVE_STATUSES, PAYMENT_MACHINE, EventKind, PaymentStatus
+from ledger.services import charge_params, charge_sql
+from payments.domain import (
+    LIVE_STATUSES,
+    PAYMENT_MACHINE,
+    TAKEN_ON_ARRIVAL,
+    UNPAID_STATUSES,
+    EventKind,
+    PaymentStatus,
+)
 from payments.models import Payment, PaymentEvent
 from payments.signals import refund_required
 
@@ -155,14 +163,21 @@ def payment_create(
 
 @functools.lru_cache(maxsize=64)
 def _transition_sql(
-    target: PaymentStatus, names: tuple[str, ...], *, logged_first: bool, also: str | None = None
+    target: PaymentStatus,
+    names: tuple[str, ...],
+    *,
+    logged_first: bool,
+    also: str | None = None,
+    charge: str | None = None,
 ) -> str:
     """The conditional UPDATE and its log entry, in one statement: the entry
     is written only when the UPDATE moved the row. ``logged_first``: another
     log entry is written first, in the same statement, whether or not the
     row moves. ``also``: another data-modifying statement (RETURNING a row
     per row it writes) sent first in the same statement; the statement then
-    answers one row: how many rows moved, and how many ``also`` wrote."""
+    answers one row: how many rows moved, and how many ``also`` wrote.
+    ``charge``: the purchase account's charge entry (``ledger.services.charge_sql``),
+    written only when the UPDATE moved the row."""
     columns = [_PAYMENT_BY_NAME[name].column for name in names]
     assignments = ", ".join(f'"{column}" = %s' for column in ["status", "updated_at", *columns])
     sources = ", ".join(f"'{status}'" for status in PAYMENT_MACHINE.sources_of(target))
@@ -177,14 +192,15 @@ def _transition_sql(
         f"{insert_event} "  # noqa: S608
         f"SELECT {', '.join(['%s'] * len(PAYMENT_EVENT_FIELDS))} FROM moved RETURNING id"
     )
+    after_moved = [] if charge is None else [f"charged AS ({charge})"]
     last = logged
     if also is not None:
-        last = f"entry AS ({logged}) SELECT (SELECT count(*) FROM entry), "  # noqa: S608
-        last += "(SELECT count(*) FROM also)"
+        after_moved.append(f"entry AS ({logged})")
+        last = "SELECT (SELECT count(*) FROM entry), (SELECT count(*) FROM also)"
     return (
         f"WITH {first}moved AS (UPDATE {Payment._meta.db_table} SET {assignments} "  # noqa: S608
-        f"WHERE id = %s AND status IN ({sources}){after} RETURNING id) "
-        f"{'' if also is None else ', '}{last}"
+        f"WHERE id = %s AND status IN ({sources}){after} RETURNING id)"
+        f"{''.join(f', {cte}' for cte in after_moved)} {last}"
     )
 
 
@@ -279,6 +295,7 @@ def _transition(
         data={"reason": reason, **(data or {})} if reason or data else {},
         created_at=now,
     )
+    charge = _charge_of(payment, target, fields, actor)
     if any(hasattr(value, "resolve_expression") for value in fields.values()):
         # An expression (F(...)): the ORM writes it (staff's rare steps).
         if logged_first is not None:
@@ -286,6 +303,9 @@ def _transition(
         updated = Payment.objects.filter(
             pk=payment.pk, status__in=PAYMENT_MACHINE.sources_of(target)
         ).update(status=target, updated_at=now, **fields)
+        if updated and charge is not None:
+            with prepared_cursor() as cursor:
+                cursor.execute(f"WITH moved AS (SELECT 1) {charge[0]}", charge[1])
         if updated:
             payment_log(
                 payment=payment,
@@ -298,7 +318,10 @@ def _transition(
     else:
         names = tuple(sorted(fields))
         values = [db_value(_PAYMENT_BY_NAME[name], fields[name]) for name in names]
-        params = [str(target), now, *values, payment.pk, *payment_event_values(entry)]
+        params = [str(target), now, *values, payment.pk]
+        if charge is not None:
+            params += charge[1]
+        params += payment_event_values(entry)
         if logged_first is not None:
             params = [*payment_event_values(logged_first), *params]
         sql = _transition_sql(
@@ -306,6 +329,7 @@ def _transition(
             names,
             logged_first=logged_first is not None,
             also=None if also is None else also[0],
+            charge=None if charge is None else charge[0],
         )
         with prepared_cursor() as cursor:
             if also is None:
@@ -326,6 +350,29 @@ def _transition(
         # The automatic refund (payments/receivers.py) follows the commit.
         send_on_commit(refund_required, sender=Payment, payment_id=payment.pk)
     return True, also_wrote
+
+
+def _charge_of(
+    payment: Payment, target: PaymentStatus, fields: dict[str, Any], actor: str
+) -> tuple[str, list[Any]] | None:
+    """The purchase account's charge when this move says the gateway took the
+    money (an unpaid payment confirmed, or on the refund path): what the
+    gateway reported, or what we asked for when it reported nothing usable;
+    the claim's tickets with it when the payment confirms it."""
+    if payment.status not in UNPAID_STATUSES or target not in TAKEN_ON_ARRIVAL:
+        return None
+    paid = fields.get("paid_amount", payment.paid_amount)
+    amount = paid if isinstance(paid, int) and not isinstance(paid, bool) and paid >= 0 else None
+    currency = fields.get("paid_currency") or payment.paid_currency or payment.currency
+    with_tickets = target == PaymentStatus.CONFIRMED
+    return charge_sql(with_tickets=with_tickets), charge_params(
+        claim_id=payment.claim_id,
+        payment_id=payment.pk,
+        amount=payment.amount if amount is None else amount,
+        currency=currency,
+        actor=actor,
+        with_tickets=with_tickets,
+    )
 
 
 def first_check_seconds() -> float:

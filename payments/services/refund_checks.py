@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from fairqueue.locks import refund_row_lock
 from payments.domain import (
     OPEN_REFUND_STATUSES,
     EventKind,
@@ -32,7 +33,14 @@ from payments.paystack import (
 from payments.services.incidents import gateway_incident_record
 from payments.services.outcomes import payment_lock, refund_lock
 from payments.services.records import lease_seconds, payment_log
-from payments.services.refunds import payment_refund_auto, refund_apply, refund_send
+from payments.services.refunds import (
+    GATEWAY,
+    payment_refund_auto,
+    refund_apply,
+    refund_note_prefix,
+    refund_outside_record,
+    refund_send,
+)
 from payments.services.resale_refunds import resale_refund_open, resale_refunds_due
 
 logger = logging.getLogger(__name__)
@@ -114,16 +122,73 @@ def refund_reconcile(*, refund_id: uuid.UUID) -> str:
 
 
 def _unclaimed(refund: Refund, answers: list[RefundAnswer]) -> RefundAnswer | None:
-    """The gateway's refund for this transaction that no other refund of
-    ours has claimed (the newest)."""
-    known = set(
-        Refund.objects.filter(payment_id=refund.payment_id)
-        .exclude(pk=refund.pk)
-        .exclude(gateway_refund_id="")
-        .values_list("gateway_refund_id", flat=True)
-    )
-    candidates = [a for a in answers if a.refund_id and a.refund_id not in known]
-    return candidates[-1] if candidates else None
+    """The gateway's refund for this transaction that is this one: its
+    merchant note names our refund (``refund_send`` writes it there). Never
+    a guess: a refund made in the gateway's dashboard names none of ours."""
+    mark = refund_note_prefix(refund.pk)
+    for answer in answers:
+        if answer.refund_id and answer.merchant_note.startswith(mark):
+            return answer
+    return None
+
+
+def payment_refunds_sync(*, payment_id: uuid.UUID | str) -> str:
+    """The gateway's refunds of this payment's transaction, matched to ours:
+    by the gateway's refund id, or for a request of ours whose answer never
+    reached us by our refund's id in its merchant note; any other is a
+    refund made outside FairQueue (the gateway's dashboard), recorded as its
+    own. Asked when a refund event names no refund we know (Paystack's
+    refund webhooks carry no refund id). The gateway is called outside any
+    transaction; its answers are applied under the payment's row lock."""
+    payment = Payment.objects.filter(pk=payment_id).first()
+    if payment is None:
+        return "skipped"
+    try:
+        answers = PaystackClient().refunds_of(reference=payment.reference)
+    except (GatewayTransientError, GatewayPermanentError) as exc:
+        logger.warning("refunds of %s could not be listed: %s", payment.reference, exc)
+        Refund.objects.filter(payment=payment, status__in=OPEN_REFUND_STATUSES).update(
+            next_check_at=timezone.now()
+        )
+        return "gateway_unavailable"
+    applied = 0
+    with transaction.atomic():
+        payment = payment_lock(payment_id=payment.pk)
+        for answer in answers:
+            if not answer.refund_id:
+                continue
+            refund = _ours(payment, answer)
+            if refund is None:
+                refund = refund_outside_record(
+                    payment=payment,
+                    gateway_refund_id=answer.refund_id,
+                    amount=answer.amount if isinstance(answer.amount, int) else None,
+                    gateway_status=answer.status,
+                )
+            if refund is not None:
+                refund_apply(
+                    payment=payment,
+                    refund=refund,
+                    gateway_status=answer.status,
+                    actor="reconcile",
+                    gateway_refund_id=answer.refund_id,
+                    amount=answer.amount,
+                )
+                applied += 1
+    return f"synced:{applied}"
+
+
+def _ours(payment: Payment, answer: RefundAnswer) -> Refund | None:
+    """Our refund (locked) that this gateway refund is: the one with its id,
+    or the one its merchant note names whose answer we never got."""
+    refunds = Refund.objects.filter(payment=payment)
+    refund = refund_row_lock(refunds.filter(gateway_refund_id=answer.refund_id))
+    if refund is not None:
+        return refund
+    for candidate in refunds.filter(gateway_refund_id="").exclude(requested_by=GATEWAY):
+        if answer.merchant_note.startswith(refund_note_prefix(candidate.pk)):
+            return refund_lock(refund_id=candidate.pk)
+    return None
 
 
 def _back_off(refund: Refund, *, at_least: float = 0) -> None:

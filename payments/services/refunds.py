@@ -23,16 +23,26 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.services import claim_lock, claim_release
+from claims.models import Claim
+from claims.services import claim_lock, claim_release, purchase_balance, purchase_post
 from fairqueue.errors import InvalidInput, InvalidTransition
 from fairqueue.money import money_format
+from ledger.domain import (
+    Bucket,
+    outside_refund_moves,
+    refund_end_moves,
+    refund_moves,
+    refundable,
+    resale_owed,
+)
 from payments.domain import (
     DISPUTE_NEEDS_STAFF,
     OPEN_REFUND_STATUSES,
+    PAID_STATUSES,
     REFUNDABLE_STATUSES,
     DisputeState,
     EventKind,
@@ -50,14 +60,38 @@ from payments.services.records import lease_seconds, payment_log, payment_transi
 
 logger = logging.getLogger(__name__)
 
+# ``Refund.requested_by`` of a refund made outside FairQueue (the gateway's dashboard).
+GATEWAY = "gateway"
+
+
+def refund_note_prefix(refund_id: uuid.UUID | str) -> str:
+    """How the merchant note we send with a refund starts: it names our refund."""
+    return f"FairQueue refund {refund_id}"
+
+
 P = PaymentStatus
 R = RefundStatus
 
 
 def refundable_amount(payment: Payment) -> int:
-    """What the gateway took for this payment and has not given back yet."""
+    """What a refund through this payment may give back now: what its
+    purchase's account holds for the buyer (``ledger.domain.refundable``:
+    never a ticket sent on, resold or taken back by the bank), and never
+    more than this payment's own transaction still has at the gateway."""
+    balance = purchase_balance(Claim.objects.get(pk=payment.claim_id))
+    return min(refundable(balance), transaction_left(payment))
+
+
+def transaction_left(payment: Payment) -> int:
+    """What the gateway still holds of this payment's transaction: what it
+    took, less every refund of it not failed (ours and any made outside)."""
     taken = payment.paid_amount if payment.paid_amount is not None else payment.amount
-    return max(0, taken - payment.refunded_amount)
+    asked = (
+        Refund.objects.filter(payment=payment)
+        .exclude(status=R.FAILED)
+        .aggregate(total=Sum("amount"))["total"]
+    )
+    return max(0, taken - (asked or 0))
 
 
 def payment_refund(
@@ -86,7 +120,6 @@ def refund_open(
     actor: str,
     reason: str,
     amount: int | None = None,
-    gateway_refund_id: str = "",
     staff_action: bool = False,
 ) -> Refund:
     """Step 1, one short transaction: the Refund row, the payment to
@@ -105,7 +138,6 @@ def refund_open(
             actor=actor,
             reason=reason,
             amount=amount,
-            gateway_refund_id=gateway_refund_id,
         )
 
 
@@ -115,40 +147,65 @@ def refund_open_locked(
     actor: str,
     reason: str,
     amount: int | None,
-    gateway_refund_id: str,
     for_resale: bool = False,
 ) -> Refund:
     """``refund_open`` inside the caller's transaction, the payment locked.
+    What may be refunded is read from the purchase's account under its
+    claim's row lock (taken here, after the payment's): a transfer, a
+    return or a resale of its tickets waits, or went first.
 
-    ``for_resale``: a resold ticket's share goes back to its first buyer; the
-    payment stays CONFIRMED and its purchase keeps its other tickets."""
-    if for_resale and payment.status != P.CONFIRMED:
-        raise InvalidTransition(
-            f"A {payment.status} payment has no resold ticket to refund.",
-            details={"status": payment.status},
-        )
-    if payment.status not in REFUNDABLE_STATUSES:
+    ``for_resale``: what a resale owes the buyer goes back; the payment
+    stays as it is and its purchase keeps its other tickets."""
+    allowed = PAID_STATUSES if for_resale else REFUNDABLE_STATUSES
+    if payment.status not in allowed:
         raise InvalidTransition(
             f"A {payment.status} payment cannot be refunded.",
             details={"status": payment.status},
         )
-    refundable = refundable_amount(payment)
-    problem = refund_amount_error(requested=amount, refundable=refundable)
+    if (
+        Refund.objects.filter(payment=payment, status__in=OPEN_REFUND_STATUSES)
+        .exclude(requested_by=GATEWAY)
+        .exists()
+    ):
+        raise InvalidTransition(
+            "A refund of this payment is still with the gateway: try again once it has settled.",
+            details={"status": payment.status},
+        )
+    claim = claim_lock(claim_id=payment.claim_id)
+    balance = purchase_balance(claim)
+    left = transaction_left(payment)
+    allowance = min(resale_owed(balance) if for_resale else refundable(balance), left)
+    problem = refund_amount_error(requested=amount, refundable=allowance)
     if problem:
-        raise InvalidInput(f"Refund refused: {problem}.", details={"refundable": refundable})
+        raise InvalidInput(f"Refund refused: {problem}.", details={"refundable": allowance})
+    value = allowance if amount is None else amount
     currency = payment.paid_currency or payment.currency
+    # Only the payment that paid for the purchase cancels it (a second
+    # charge for a purchase another payment paid leaves it be).
+    cancels = (
+        not for_resale and payment.status == P.CONFIRMED and claim.status == ClaimStatus.CONFIRMED
+    )
     refund = Refund.objects.create(
         payment=payment,
-        amount=refundable if amount is None else amount,
+        amount=value,
         currency=currency,
-        full=not for_resale and (amount is None or amount == refundable),
+        # No amount sent: the gateway gives back all it holds of the
+        # transaction, which is this only when the bank took none of it.
+        full=not for_resale and value == left and not balance[Bucket.LOST],
         for_resale=for_resale,
         reason=reason[:300],
         requested_by=actor[:150],
-        gateway_refund_id=gateway_refund_id[:64],
         next_check_at=timezone.now() + timedelta(seconds=lease_seconds()),
     )
-    source = payment.status
+    purchase_post(
+        claim,
+        refund_moves(
+            balance, refund_id=str(refund.pk), amount=value, cancels=cancels, for_resale=for_resale
+        ),
+        actor=actor,
+        payment_id=payment.pk,
+        note=reason,
+    )
     payment_log(
         payment=payment,
         kind=EventKind.REFUND_REQUESTED,
@@ -173,14 +230,76 @@ def refund_open_locked(
     ):
         # Only reachable without the row lock: someone else moved it first.
         raise InvalidTransition("The payment changed meanwhile; look again.")
-    if source == P.CONFIRMED:
+    if cancels:
         # The purchase is cancelled: its tickets go back on sale now (and any
         # ticket issued for it is voided with the claim), not when the money lands.
-        claim = claim_lock(claim_id=payment.claim_id)
-        if claim.status == ClaimStatus.CONFIRMED:
-            claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
+        claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
     if payment.dispute in DISPUTE_NEEDS_STAFF:
         dispute_mark(payment=payment, state=DisputeState.CLOSED, actor=actor, data={"by": "refund"})
+    return refund
+
+
+def refund_outside_record(
+    *, payment: Payment, gateway_refund_id: str, amount: int | None, gateway_status: str
+) -> Refund | None:
+    """A refund we did not ask for (made in the gateway's dashboard), named by
+    the gateway's id: recorded as its own refund and its own entries in the
+    purchase's account, never as one of ours. Like any refund it cancels a
+    purchase that still holds its tickets (what it held beyond the refund
+    stays refundable). Runs under the payment's row lock; a failed refund we
+    never knew of moves nothing (None)."""
+    if refund_status_of(gateway_status) == R.FAILED:
+        logger.warning(
+            "a refund of %s made outside FairQueue failed (%s): nothing moved",
+            payment.reference,
+            gateway_refund_id,
+        )
+        return None
+    claim = claim_lock(claim_id=payment.claim_id)
+    balance = purchase_balance(claim)
+    if amount is None:  # a full refund at the gateway: all it still holds
+        amount = balance.taken - balance[Bucket.REFUNDED] - balance[Bucket.IN_FLIGHT]
+    refund = Refund.objects.create(
+        payment=payment,
+        amount=max(amount, 1),
+        currency=payment.paid_currency or payment.currency,
+        full=False,
+        reason="refund made outside FairQueue (the gateway's dashboard)",
+        requested_by=GATEWAY,
+        status=R.PENDING,
+        gateway_refund_id=gateway_refund_id[:64],
+        next_check_at=timezone.now() + timedelta(seconds=settings.PAYMENT_STALE_SECONDS),
+    )
+    purchase_post(
+        claim,
+        outside_refund_moves(refund_id=str(refund.pk), amount=refund.amount, settled=False),
+        actor="gateway",
+        payment_id=payment.pk,
+        gateway_refund_id=refund.gateway_refund_id,
+        note=refund.reason,
+    )
+    payment_log(
+        payment=payment,
+        kind=EventKind.REFUND_REQUESTED,
+        actor="gateway",
+        data={
+            "refund_id": str(refund.pk),
+            "gateway_refund_id": refund.gateway_refund_id,
+            "amount": refund.amount,
+            "outside": True,
+        },
+    )
+    cancels = payment.status == P.CONFIRMED and claim.status == ClaimStatus.CONFIRMED
+    if payment.status in (P.CONFIRMED, P.REFUND_REQUIRED, P.REFUND_FAILED):
+        payment_transition(
+            payment=payment,
+            target=P.REFUND_PENDING,
+            actor="gateway",
+            reason=f"refund made outside FairQueue: {money_format(refund.amount, refund.currency)}",
+            data={"refund_id": str(refund.pk)},
+        )
+    if cancels:
+        claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
     return refund
 
 
@@ -191,7 +310,9 @@ def refund_send(*, refund_id: uuid.UUID, actor: str) -> str:
     if refund.status != R.REQUESTED:
         return "skipped"
     payment = refund.payment
-    note = f"FairQueue refund for {payment.reference}: {refund.reason}"[:200]
+    # Our refund's id rides in the note: the gateway's copy of a refund whose
+    # answer we lost is found by it (``refund_checks``), never by a guess.
+    note = f"{refund_note_prefix(refund.pk)} for {payment.reference}: {refund.reason}"[:200]
     try:
         answer = PaystackClient().refund(
             reference=payment.reference,
@@ -269,6 +390,7 @@ def refund_apply(
         fields["settled_at"] = timezone.now()
     if target == R.FAILED:
         fields["failure_reason"] = (failure or f"gateway says {gateway_status}")[:300]
+    settled = refund.amount
     if target == R.PROCESSED and _is_amount(amount) and amount != refund.amount:
         logger.warning(
             "refund %s of %s: the gateway refunded %s, we asked for %s",
@@ -277,8 +399,22 @@ def refund_apply(
             amount,
             refund.amount,
         )
+        settled = amount
         fields["amount"] = amount
     Refund.objects.filter(pk=refund.pk).update(status=target, **fields)
+    if target in (R.PROCESSED, R.FAILED):
+        claim = claim_lock(claim_id=payment.claim_id)
+        purchase_post(
+            claim,
+            refund_end_moves(
+                purchase_balance(claim),
+                refund_id=str(refund.pk),
+                settled=settled if target == R.PROCESSED else None,
+            ),
+            actor=actor,
+            payment_id=payment.pk,
+            gateway_refund_id=fields.get("gateway_refund_id", refund.gateway_refund_id),
+        )
     source = refund.status
     refund.status = target
     for name, value in fields.items():
@@ -311,7 +447,7 @@ def refund_apply(
             data={"refund_id": str(refund.pk)},
         )
         logger.info("payment %s refunded (%s)", payment.reference, refund.amount)
-    elif target == R.FAILED and refund.for_resale:
+    elif target == R.FAILED and (refund.for_resale or refund.requested_by == GATEWAY):
         logger.error(
             "resale refund of payment %s failed (%s): staff must settle it",
             payment.reference,

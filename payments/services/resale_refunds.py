@@ -13,14 +13,21 @@ from django.db import transaction
 
 from claims.domain import ReturnStatus
 from claims.models import TicketReturn
-from claims.services.resold import ticket_return_refund_opened, ticket_return_refund_retry
+from claims.services import claim_lock, purchase_balance
+from claims.services.resold import (
+    NOTHING_OWED,
+    ticket_return_refund_closed,
+    ticket_return_refund_opened,
+    ticket_return_refund_retry,
+)
 from fairqueue.errors import InvalidInput, InvalidTransition
+from ledger.domain import Dispute, resale_owed
 from payments.attention import resale_refunds_failed
-from payments.domain import OPEN_REFUND_STATUSES, EventKind, PaymentStatus
+from payments.domain import OPEN_REFUND_STATUSES, PAID_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, Refund
 from payments.services.outcomes import payment_lock
 from payments.services.records import payment_log
-from payments.services.refunds import refund_open_locked, refund_send
+from payments.services.refunds import GATEWAY, refund_open_locked, refund_send
 
 logger = logging.getLogger(__name__)
 
@@ -32,26 +39,42 @@ class _Taken(Exception):
 def resale_refund_open(*, return_id: uuid.UUID | str) -> str:
     """Open and send the refund of a RESOLD return; idempotent (the
     payment's row lock serialises two runs, the return's ``refund_id`` says
-    it is done). A payment with a refund still open waits for the next
-    reconciliation pass (one open refund per payment)."""
+    it is done). What it sends is what the purchase's account still owes
+    for resales (``ledger.domain.resale_owed``), read under the claim's row
+    lock: a refund of the whole purchase never took it, and a dispute the
+    buyer won at the bank did (the return's refund is then closed: the
+    bank paid it). It waits while another refund of ours is open (one at a
+    time) or a dispute is open; the next reconciliation pass tries again."""
     ret = TicketReturn.objects.filter(pk=return_id).first()
     if ret is None or ret.status != ReturnStatus.RESOLD or ret.refund_id or ret.refund_amount <= 0:
         return "skipped"
-    payment = Payment.objects.filter(claim_id=ret.claim_id, status=PaymentStatus.CONFIRMED).first()
+    if ret.end_reason:
+        return "skipped"
+    payment = Payment.objects.filter(claim_id=ret.claim_id, status__in=PAID_STATUSES).first()
     if payment is None:
-        logger.error("return %s was resold but its purchase has no confirmed payment", return_id)
+        logger.error("return %s was resold but its purchase has no paid payment", return_id)
         return "no_payment"
     try:
         with transaction.atomic():
             payment = payment_lock(payment_id=payment.pk)
-            if Refund.objects.filter(payment=payment, status__in=OPEN_REFUND_STATUSES).exists():
+            open_ours = Refund.objects.filter(payment=payment, status__in=OPEN_REFUND_STATUSES)
+            if open_ours.exclude(requested_by=GATEWAY).exists():
                 return "waiting"
+            balance = purchase_balance(claim_lock(claim_id=ret.claim_id))
+            if balance.dispute == Dispute.OPEN:
+                return "waiting"
+            owed = min(ret.refund_amount, resale_owed(balance))
+            if owed <= 0:
+                ticket_return_refund_closed(return_id=ret.pk, reason=NOTHING_OWED)
+                logger.warning(
+                    "return %s: its purchase owes nothing more (%s)", ret.pk, balance.dispute
+                )
+                return "closed"
             refund = refund_open_locked(
                 payment=payment,
                 actor="resale",
                 reason=f"ticket resold (return {ret.pk})",
-                amount=ret.refund_amount,
-                gateway_refund_id="",
+                amount=owed,
                 for_resale=True,
             )
             if not ticket_return_refund_opened(return_id=ret.pk, refund_id=refund.pk):
@@ -70,7 +93,7 @@ def resale_refunds_due(*, limit: int) -> list[uuid.UUID]:
     the payment had another refund open)."""
     return list(
         TicketReturn.objects.filter(
-            status=ReturnStatus.RESOLD, refund_id__isnull=True, refund_amount__gt=0
+            status=ReturnStatus.RESOLD, refund_id__isnull=True, refund_amount__gt=0, end_reason=""
         )
         .order_by("resold_at")
         .values_list("id", flat=True)[:limit]

@@ -9,8 +9,9 @@ from django.db import transaction
 from django.db.models import F
 
 from claims.domain import ClaimStatus, ReleaseReason
-from claims.services import claim_lock, claim_release
+from claims.services import claim_lock, claim_release, purchase_post
 from fairqueue.errors import InvalidInput, InvalidTransition
+from ledger.domain import outside_refund_moves
 from payments.domain import DISPUTE_NEEDS_STAFF, LIVE_STATUSES, EventKind, PaymentStatus
 from payments.models import Payment, Refund
 from payments.paystack import GatewayTransientError
@@ -87,7 +88,11 @@ def payment_mark_refunded(*, payment_id: uuid.UUID, actor: str, note: str = "") 
             actor=actor,
             data={"action": "mark_refunded", "note": note},
         )
+        # What went back is what the purchase's account still held for the
+        # buyer: never a ticket sent on or resold (those stay with their
+        # holders, and a resale's refund is its own).
         source = payment.status
+        claim = claim_lock(claim_id=payment.claim_id)
         returned = refundable_amount(payment)
         payment_transition(
             payment=payment,
@@ -98,10 +103,16 @@ def payment_mark_refunded(*, payment_id: uuid.UUID, actor: str, note: str = "") 
         Payment.objects.filter(pk=payment.pk).update(
             refunded_amount=F("refunded_amount") + returned
         )
-        if source == P.CONFIRMED:
-            claim = claim_lock(claim_id=payment.claim_id)
-            if claim.status == ClaimStatus.CONFIRMED:
-                claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
+        if returned:
+            purchase_post(
+                claim,
+                outside_refund_moves(refund_id=None, amount=returned, settled=True),
+                actor=actor,
+                payment_id=payment.pk,
+                note=note or "refunded outside FairQueue (recorded by staff)",
+            )
+        if source == P.CONFIRMED and claim.status == ClaimStatus.CONFIRMED:
+            claim_release(claim_id=claim.pk, reason=ReleaseReason.REFUNDED)
         dispute_close(payment=payment, actor=actor, note="money returned")
     return payment
 

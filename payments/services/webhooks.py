@@ -24,12 +24,13 @@ from fairqueue.db import prepared_cursor
 from fairqueue.errors import AppError, ErrorCode
 from fairqueue.locks import locked_transaction, refund_row_lock
 from fairqueue.metrics import WEBHOOKS, counted
+from fairqueue.news import send_on_commit
 from payments.domain import (
     OPEN_REFUND_STATUSES,
-    REFUNDABLE_STATUSES,
     UNPAID_STATUSES,
     EventKind,
     PaymentStatus,
+    RefundStatus,
 )
 from payments.models import Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.paystack import merchant_amount, signature_valid
@@ -41,7 +42,8 @@ from payments.services.records import (
     payment_event_values,
     payment_transition,
 )
-from payments.services.refunds import refund_apply, refund_open_locked, refundable_amount
+from payments.services.refunds import GATEWAY, refund_apply, refund_outside_record
+from payments.signals import refunds_to_look_up
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +63,11 @@ class WebhookOutcome(StrEnum):
 @counted(
     WEBHOOKS,
     str,
-    expected=[*WebhookOutcome, ErrorCode.INVALID_SIGNATURE, ErrorCode.MALFORMED_REQUEST],
+    expected=[
+        *WebhookOutcome,
+        ErrorCode.INVALID_SIGNATURE,
+        ErrorCode.MALFORMED_REQUEST,
+    ],
 )
 def payment_webhook_receive(*, body: bytes, signature: str | None) -> WebhookOutcome:
     """``body`` is the raw request body: the signature covers those exact
@@ -282,21 +288,36 @@ def _receipt_record(
 
 
 def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None:
-    """A refund event: our refund in flight (or the one it names) moves on.
-    A refund we never asked for was made in the gateway's dashboard: it is
-    recorded as one, and cancels the purchase like any refund. The gateway
-    refunds only a charge that succeeded, so a refund of a payment whose
-    success has not reached us (live or FAILED) proves the money was taken:
-    the payment goes the refund path first, and its success, when it comes,
-    changes nothing."""
+    """A refund event, matched to our refunds by the gateway's refund id
+    only, never by "the one open": the refund that has it moves on. An id
+    none of ours has, while every request of ours has its answer, is a
+    refund we did not ask for (made in the gateway's dashboard): recorded as
+    its own (``refund_outside_record``). Otherwise -- no id at all, as in
+    Paystack's refund webhooks, or a request of ours still waiting for its
+    answer, which may be this very refund -- nothing is decided here: the
+    transaction's refunds are listed at the gateway after commit
+    (``payment_refunds_sync``), where ours are known by their ids and notes.
+
+    The gateway refunds only a charge that succeeded, so a refund of a
+    payment whose success has not reached us (live or FAILED) proves the
+    money was taken: the payment goes the refund path first, and its
+    success, when it comes, changes nothing."""
     status = event.split(".", 1)[1]
     gateway_id = str(data.get("id") or "")[:64]
     amount = _amount(data.get("amount"))
     refunds = Refund.objects.filter(payment=payment)
     refund = refund_row_lock(refunds.filter(gateway_refund_id=gateway_id)) if gateway_id else None
-    if refund is None:
-        refund = refund_row_lock(refunds.filter(status__in=OPEN_REFUND_STATUSES))
-    if refund is None and payment.status in UNPAID_STATUSES:
+    if refund is not None:
+        refund_apply(
+            payment=payment,
+            refund=refund,
+            gateway_status=status,
+            actor="webhook",
+            gateway_refund_id=gateway_id,
+            amount=amount,
+        )
+        return
+    if payment.status in UNPAID_STATUSES and status != "failed":
         payment_transition(
             payment=payment,
             target=PaymentStatus.REFUND_REQUIRED,
@@ -304,31 +325,28 @@ def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None
             reason=f"{event} for a charge whose success had not reached us",
             flag_reason="Refunded at the gateway before its success reached us.",
         )
-    if refund is None:
-        if status == "failed" or payment.status not in REFUNDABLE_STATUSES:
-            logger.warning(
-                "paystack %s for payment %s (%s) matches no refund of ours: logged only",
-                event,
-                payment.reference,
-                payment.status,
-            )
-            return
-        left = refundable_amount(payment)
-        refund = refund_open_locked(
-            payment=payment,
-            actor="gateway",
-            reason="refund made outside FairQueue (the gateway's dashboard)",
-            amount=amount if amount is not None and amount <= left else None,
-            gateway_refund_id=gateway_id,
+    unanswered = refunds.filter(status=RefundStatus.REQUESTED, gateway_refund_id="")
+    if gateway_id and not unanswered.exclude(requested_by=GATEWAY).exists():
+        refund = refund_outside_record(
+            payment=payment, gateway_refund_id=gateway_id, amount=amount, gateway_status=status
         )
-    refund_apply(
-        payment=payment,
-        refund=refund,
-        gateway_status=status,
-        actor="webhook",
-        gateway_refund_id=gateway_id,
-        amount=amount,
+        if refund is not None:
+            refund_apply(
+                payment=payment,
+                refund=refund,
+                gateway_status=status,
+                actor="webhook",
+                amount=amount,
+            )
+        return
+    logger.info(
+        "paystack %s for payment %s: refund %s is not known yet; the refunds are looked up",
+        event,
+        payment.reference,
+        gateway_id or "(no id)",
     )
+    refunds.filter(status__in=OPEN_REFUND_STATUSES).update(next_check_at=timezone.now())
+    send_on_commit(refunds_to_look_up, sender=Payment, payment_id=payment.pk)
 
 
 def _amount(value: Any) -> int | None:

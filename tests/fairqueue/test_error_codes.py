@@ -18,7 +18,7 @@ from fairqueue.errors import AppError, ErrorCode
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = [
-    "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims",
+    "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims", "ledger",
     "payments", "storefront", "console",
 ]  # fmt: skip
 

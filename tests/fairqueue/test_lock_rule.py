@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 APPS = [
-    "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims",
+    "config", "fairqueue", "customers", "inventory", "events", "queueing", "claims", "ledger",
     "payments", "storefront", "console",
 ]  # fmt: skip
 LOCK_MODULE = Path("fairqueue/locks.py")

@@ -9,7 +9,9 @@ import json
 import pytest
 
 from claims.domain import ClaimStatus
+from claims.services import purchase_balance
 from fairqueue.errors import InvalidTransition
+from ledger.domain import Bucket
 from payments.models import Payment
 from payments.services import payment_keep_tickets, payment_mark_refunded, payment_verify_now
 from tests.support.factories import UserFactory
@@ -122,7 +124,15 @@ def test_lost_dispute_then_staff_mark_refunded_releases_the_tickets(api, client,
 
     payment = reload(payment)
     assert (payment.status, payment.dispute) == ("REFUNDED", "closed")
-    assert payment.refunded_amount == payment.amount
+    # The bank gave the money back, not a refund: the purchase's account
+    # shows it taken back, and nothing more is refundable.
+    assert payment.refunded_amount == 0
+    balance = purchase_balance(reload(payment.claim))
+    assert (balance[Bucket.LOST], balance[Bucket.HELD], balance[Bucket.REFUNDED]) == (
+        payment.amount,
+        0,
+        0,
+    )
     assert transitions(payment)[-1] == ("CONFIRMED", "REFUNDED")
     claim = reload(payment.claim)
     assert (claim.status, claim.release_reason, claim.disputed_at) == (

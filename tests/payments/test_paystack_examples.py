@@ -15,7 +15,7 @@ from django.utils import timezone
 from claims.domain import ClaimStatus
 from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.paystack import GatewayPermanentError, GatewayTransientError, PaystackClient, sign
-from payments.services import payment_verify_now
+from payments.services import payment_refunds_sync, payment_verify_now
 from payments.services.verify import payment_verify_and_apply
 from tests.payments import paystack_examples as ex
 from tests.support.factories import bearer
@@ -272,9 +272,19 @@ def test_charge_success_with_fees_passed_to_the_customer_confirms(client, settin
         ("failed", "FAILED", "REFUND_FAILED"),
     ],
 )
-def test_refund_event_examples_move_our_refund(
-    client, settings, status, refund_status, payment_status
+def test_refund_event_examples_move_our_refund_once_the_gateway_names_it(
+    client,
+    settings,
+    stub,
+    django_capture_on_commit_callbacks,
+    status,
+    refund_status,
+    payment_status,
 ):
+    """Paystack's refund events carry no refund id: the event decides
+    nothing by guess. Our refund is due for its look-up at once, and the
+    transaction's refunds are listed at the gateway, where ours is the one
+    whose merchant note names it."""
     payment = payment_row(reference="T685312322670591", amount=10000, status="REFUND_REQUIRED")
     refund = Refund.objects.create(
         payment=payment,
@@ -283,26 +293,48 @@ def test_refund_event_examples_move_our_refund(
         requested_by="auto",
         status="PENDING",
         gateway_refund_id="",
-        next_check_at=timezone.now(),
+        next_check_at=timezone.now() + timedelta(minutes=5),
     )
     Payment.objects.filter(pk=payment.pk).update(status="REFUND_PENDING")
 
-    response = deliver(client, settings, ex.refund_event(status))
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = deliver(client, settings, ex.refund_event(status))
 
     assert response.json() == {"status": "processed"}
-    assert reload(refund).status == refund_status
+    assert reload(refund).status == "PENDING"  # not moved by the event alone
+    assert reload(refund).next_check_at <= timezone.now()
+    assert len(callbacks) == 1  # the look-up, after commit
+    listed = {
+        **ex.REFUND_CREATE_OK["data"],
+        "status": status,
+        "merchant_note": f"FairQueue refund {refund.pk} for T685312322670591: auto",
+    }
+    stub.then(200, {"status": True, "message": "Refunds retrieved", "data": [listed]})
+
+    assert payment_refunds_sync(payment_id=payment.pk) == "synced:1"
+
+    refund = reload(refund)
+    assert (refund.status, refund.gateway_refund_id) == (refund_status, "3018284")
     payment = reload(payment)
     assert payment.status == payment_status
     assert payment.refunded_amount == (10000 if status == "processed" else 0)
     assert payment.events.filter(kind="webhook_received").count() == 1
 
 
-def test_refund_processed_example_for_a_paid_payment_is_a_dashboard_refund(client, settings):
-    """Nobody here asked for it: a refund made in the gateway's dashboard. It
-    is recorded as a refund, and the purchase is cancelled."""
+def test_refund_processed_example_for_a_paid_payment_is_a_dashboard_refund(
+    client, settings, stub, django_capture_on_commit_callbacks
+):
+    """Nobody here asked for it: a refund made in the gateway's dashboard,
+    found in the transaction's refunds (its note names none of ours). It is
+    recorded as a refund of its own, and the purchase is cancelled."""
     payment = payment_row(reference="T685312322670591", amount=10000, status="CONFIRMED")
+    with django_capture_on_commit_callbacks():
+        deliver(client, settings, ex.REFUND_PROCESSED)
+    assert reload(payment).status == "CONFIRMED"  # nothing decided by guess
+    listed = {**ex.REFUND_CREATE_OK["data"], "status": "processed"}
+    stub.then(200, {"status": True, "message": "Refunds retrieved", "data": [listed]})
 
-    deliver(client, settings, ex.REFUND_PROCESSED)
+    payment_refunds_sync(payment_id=payment.pk)
 
     payment = reload(payment)
     assert payment.status == "REFUNDED"

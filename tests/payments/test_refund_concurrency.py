@@ -1,8 +1,9 @@
 """Several refund requests for one payment at once (the automatic refund, a
 staff action, a second worker) make one refund and one POST /refund. First
-the race with the guards switched off (the payment row lock, the conditional
-UPDATE of its status, and the partial unique index "one open refund per
-payment" behind them), then the guards holding."""
+the race with the guards switched off (the payment row lock, the claim row
+lock under which the purchase's account is read, the conditional UPDATE of
+its status, and the partial unique index "one open refund per payment"
+behind them), then the guards holding."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 import requests
 from django.db import connection
 
+from claims.models import Claim
+from claims.services import purchase_balance
 from fairqueue.errors import InvalidTransition
 from payments.models import Payment, Refund
 from payments.paystack import GatewayPermanentError
@@ -43,8 +46,21 @@ def one_refund_guard_off(monkeypatch):
         payment.status = target
         return True
 
+    balances_read = threading.Barrier(CALLERS, timeout=10)
+
+    first_read = threading.local()
+
+    def balance_unguarded(claim):
+        balance = purchase_balance(claim)
+        if not getattr(first_read, "done", False):
+            first_read.done = True
+            balances_read.wait()  # all have read the account before anyone writes to it
+        return balance
+
     monkeypatch.setattr(refunds, "payment_lock", unlocked)
     monkeypatch.setattr(refunds, "payment_transition", unconditional)
+    monkeypatch.setattr(refunds, "claim_lock", lambda *, claim_id: Claim.objects.get(pk=claim_id))
+    monkeypatch.setattr(refunds, "purchase_balance", balance_unguarded)
     constraint = next(
         c for c in Refund._meta.constraints if c.name == "refund_one_open_per_payment"
     )

@@ -12,9 +12,11 @@ import pytest
 from django.utils import timezone
 
 from claims.domain import ClaimStatus
+from claims.services import purchase_balance
 from fairqueue.errors import InvalidInput, InvalidTransition
 from fairqueue.redis import get_redis
 from inventory.models import Ticket
+from ledger.domain import Bucket
 from payments.models import Payment, Refund
 from payments.services import (
     payment_refund,
@@ -177,7 +179,9 @@ def test_partial_refund_asks_for_that_amount(api, client, gateway):
     payment = reload(payment)
     assert payment.status == "REFUNDED"
     assert payment.refunded_amount == 150_000
-    assert refundable_amount(payment) == payment.amount - 150_000
+    # The purchase was cancelled: the rest is kept as a cancellation fee.
+    assert refundable_amount(payment) == 0
+    assert purchase_balance(reload(payment.claim))[Bucket.FEE] == payment.amount - 150_000
 
 
 @pytest.mark.parametrize("amount", [0, -5, 500_001])
@@ -295,17 +299,17 @@ def test_a_refund_whose_answer_was_lost_is_found_not_sent_twice(api, client, gat
 
 def test_a_gateway_refusal_marks_the_refund_failed(api, client, gateway):
     payment = paid(api, client, gateway)
-    payment_refund(payment_id=payment.pk, actor="staff:ada", reason="first")
-    settle(client, gateway, payment, "processed")
-    # As if our records had missed that refund: the gateway refuses a second one.
-    Payment.objects.filter(pk=payment.pk).update(status="REFUND_FAILED", refunded_amount=0)
+    # Refunded in the gateway's dashboard, its news not here yet: the
+    # gateway refuses ours.
+    made = gateway.dashboard_refund(payment.reference)
+    gateway.settle_refund(str(made["id"]), "processed")
 
     refund = payment_refund(payment_id=payment.pk, actor="staff:ada", reason="again")
 
     assert refund.status == "FAILED"
     assert "fully reversed" in refund.failure_reason
     assert reload(payment).status == "REFUND_FAILED"
-    assert gateway.stats()["refund_calls"] == 2
+    assert gateway.stats()["refund_calls"] == 2  # the dashboard's, then ours
 
 
 def test_refund_webhooks_out_of_order_end_refunded(api, client, gateway):

@@ -19,6 +19,8 @@ from devtools.sandbox import SandboxServer, shapes, webhooks
 from events.models import Event, TicketTier
 from inventory.models import Ticket
 from inventory.services import inventory_sync_event
+from ledger.domain import charge_moves
+from ledger.services import account_post
 from payments.models import Payment
 from payments.paystack import sign
 from tests.support.factories import CustomerFactory, EventFactory, TierFactory, bearer
@@ -158,7 +160,7 @@ def payment_row(
         amount=amount,
         currency=currency,
     )
-    return Payment.objects.create(
+    payment = Payment.objects.create(
         claim=claim,
         customer=claim.customer,
         reference=reference,
@@ -171,6 +173,17 @@ def payment_row(
         confirmed_at=timezone.now() if status == "CONFIRMED" else None,
         next_check_at=timezone.now() + timedelta(minutes=5),
     )
+    if paid:  # the charge in the purchase's account, as the payment's move writes it
+        account_post(
+            claim_id=claim.pk,
+            moves=charge_moves(
+                amount=amount, tickets=claim.quantity if status == "CONFIRMED" else 0
+            ),
+            currency=currency,
+            actor="test",
+            payment_id=payment.pk,
+        )
+    return payment
 
 
 def pending_payment(api, claim: Claim | None = None) -> Payment:
