@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from claims.domain import ReleaseReason
 from claims.models import Claim
+from customers.serializers import MailboxField
 from fairqueue.api import StrictSerializer
 from fairqueue.states import choices
 
@@ -167,7 +168,8 @@ class ReturnQuoteSerializer(serializers.Serializer):
 
 
 class TransferCreateSerializer(StrictSerializer):
-    email = serializers.EmailField(max_length=254)
+    # The recipient's mailbox, by sign-in's rules: they accept signed in with it.
+    email = MailboxField(max_length=254)
 
 
 class TransferSerializer(serializers.Serializer):

@@ -370,6 +370,13 @@ RATE_LIMITS = {
 }
 # Per mailbox: codes sent to one address.
 OTP_EMAIL_LIMITS = env.str("OTP_EMAIL_LIMITS", default="5/hour,20/day")
+# Ticket transfers, whose offer emails a stranger (claims/services/transfers.py):
+# transfers made per ticket and per sender, offers mailed per recipient mailbox.
+TRANSFER_TICKET_LIMITS = env.str("TRANSFER_TICKET_LIMITS", default="5/hour,10/day")
+TRANSFER_SENDER_LIMITS = env.str("TRANSFER_SENDER_LIMITS", default="10/hour,30/day")
+TRANSFER_MAILBOX_LIMITS = env.str("TRANSFER_MAILBOX_LIMITS", default="5/hour,20/day")
+# A ticket sent again to a mailbox emailed about it this recently sends no second email.
+TRANSFER_EMAIL_REPEAT_SECONDS = env.int("TRANSFER_EMAIL_REPEAT_SECONDS", default=86400)
 # Per signed-in customer, token buckets (customers/throttling.py): "N/unit"
 # refills N per unit, "burst=B" holds at most B. Sized for the waiting room's
 # own schedule (several tabs polling at its fastest, sockets reconnecting at
