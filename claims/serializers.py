@@ -1,13 +1,17 @@
+import dataclasses
 import uuid
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from claims.domain import ReleaseReason
 from claims.models import Claim
+from claims.services import face_value
 from customers.serializers import MailboxField
 from fairqueue.api import StrictSerializer
 from fairqueue.states import choices
+from ledger.selectors import account_money, account_refunds
 
 _QUICK_KEYS = {"admission_token", "tier_id", "quantity"}
 
@@ -109,11 +113,34 @@ class ReleaseReasonField(serializers.ChoiceField):
         return value or None
 
 
+class MoneySerializer(serializers.Serializer):
+    """The purchase's account in short, in minor units of ``currency``."""
+
+    currency = serializers.CharField()
+    paid = serializers.IntegerField(help_text="What the gateway took.")
+    refunded = serializers.IntegerField(help_text="What went back to the buyer.")
+    refund_pending = serializers.IntegerField(help_text="Asked of the gateway, not settled yet.")
+    fee_kept = serializers.IntegerField(
+        help_text="Kept by the organizer (a return fee, a cancellation fee)."
+    )
+
+
+class RefundLineSerializer(serializers.Serializer):
+    amount = serializers.IntegerField(help_text="Minor units.")
+    status = serializers.ChoiceField(
+        choices=[("pending", "Pending"), ("processed", "Processed"), ("failed", "Failed")]
+    )
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
 class ClaimDetailSerializer(ClaimSerializer):
     event_id = serializers.UUIDField(read_only=True)
     release_reason = ReleaseReasonField(
         read_only=True, help_text="Why the claim was released; null while it is not."
     )
+    money = serializers.SerializerMethodField()
+    refunds = serializers.SerializerMethodField()
 
     class Meta(ClaimSerializer.Meta):
         fields = [
@@ -123,8 +150,19 @@ class ClaimDetailSerializer(ClaimSerializer):
             "confirmed_at",
             "released_at",
             "release_reason",
+            "money",
+            "refunds",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(MoneySerializer)
+    def get_money(self, claim: Claim) -> dict[str, Any]:
+        money = account_money(claim_id=claim.pk, face=face_value(claim))
+        return {"currency": claim.currency, **dataclasses.asdict(money)}
+
+    @extend_schema_field(RefundLineSerializer(many=True))
+    def get_refunds(self, claim: Claim) -> Any:
+        return RefundLineSerializer(account_refunds(claim_id=claim.pk), many=True).data
 
 
 class CheckInSerializer(StrictSerializer):

@@ -6,7 +6,7 @@ Checks come in three kinds (``When``): the ones that hold at every moment,
 even mid-sale under load; the ones that hold once a sale is quiet and beat
 has caught up (nothing in flight, Redis rebuilt: ``settled=True``); and
 "every ticket sold" (``sold_out=True``). Each check is a function in
-``tickets``, ``payments``, ``resale``, ``waitlist`` or ``agreement`` registered with
+``tickets``, ``payments``, ``accounts``, ``resale``, ``waitlist`` or ``agreement`` registered with
 ``@check``.
 """
 
@@ -21,7 +21,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from claims.models import Claim
-from console.invariants import agreement, payments, resale, tickets, waitlist
+from console.invariants import accounts, agreement, payments, resale, tickets, waitlist
 from console.invariants.base import CHECKS, Check, Options, Result, Scope, When
 from events.models import Event
 from fairqueue.errors import ErrorCode, NotFound
@@ -29,7 +29,7 @@ from payments.models import Payment
 from queueing.models import QueueEntry
 
 # The modules above register their checks on import.
-_REGISTERED_BY = (agreement, payments, resale, tickets, waitlist)
+_REGISTERED_BY = (accounts, agreement, payments, resale, tickets, waitlist)
 
 
 @dataclass

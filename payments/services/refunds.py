@@ -172,8 +172,8 @@ def refund_open_locked(
             details={"status": payment.status},
         )
     claim = claim_lock(claim_id=payment.claim_id)
-    balance = purchase_balance(claim)
     left = transaction_left(payment)
+    balance = purchase_balance(claim)
     allowance = min(resale_owed(balance) if for_resale else refundable(balance), left)
     problem = refund_amount_error(requested=amount, refundable=allowance)
     if problem:

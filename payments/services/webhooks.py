@@ -40,6 +40,7 @@ from payments.services.records import (
     PAYMENT_EVENT_FIELDS,
     db_value,
     payment_event_values,
+    payment_log,
     payment_transition,
 )
 from payments.services.refunds import GATEWAY, refund_apply, refund_outside_record
@@ -305,6 +306,24 @@ def _apply_refund(*, payment: Payment, event: str, data: dict[str, Any]) -> None
     status = event.split(".", 1)[1]
     gateway_id = str(data.get("id") or "")[:64]
     amount = _amount(data.get("amount"))
+    currency = data.get("currency")
+    expected = payment.paid_currency or payment.currency
+    if currency is not None and str(currency).upper() != expected.upper():
+        # Not money of this payment as we know it: nothing moves on its word.
+        payment_log(
+            payment=payment,
+            kind=EventKind.FLAGGED,
+            actor="webhook",
+            data={"reason": f"{event} in {currency!r}, the payment is in {expected!r}"},
+        )
+        logger.error(
+            "paystack %s for payment %s is in %r, not %r: not applied",
+            event,
+            payment.reference,
+            currency,
+            expected,
+        )
+        return
     refunds = Refund.objects.filter(payment=payment)
     refund = refund_row_lock(refunds.filter(gateway_refund_id=gateway_id)) if gateway_id else None
     if refund is not None:

@@ -44,45 +44,46 @@ def test_a_clean_sale_prints_every_check_passing(paid_sale):
 
     lines = run("--event", str(event.pk), "--settled").splitlines()
 
-    assert lines[:3] == [
+    assert lines[:4] == [
         "Database",
         "  check                         inv  status  detail",
+        "  gateway_refunds_once            7  PASS    every gateway refund recorded once",
         "  payment_log_append_only         7  PASS    payments_paymentevent refuses UPDATE and "
         "DELETE (payments_paymentevent_append_only)",
     ]
-    assert lines[4:7] == [
+    assert lines[5:8] == [
         f"Event Paid sale ({event.pk}, ACTIVE)",
         "claims 3 CONFIRMED, 1 RELEASED; payments 3 CONFIRMED, 1 FAILED; queue 4 COMPLETED",
         "  check                         inv  status  detail",
     ]
-    rows = lines[7:-2]
-    assert len(rows) == 25
+    rows = lines[8:-2]
+    assert len(rows) == 27
     assert all(row.split()[2] == "PASS" for row in rows)
     assert rows[0] == (
         "  tickets_within_inventory        1  PASS    held/inventory: Regular 2/3, VIP 1/1"
     )
-    assert lines[-1] == "26 checks, 0 failed"
+    assert lines[-1] == "29 checks, 0 failed"
 
 
 def test_a_violation_is_a_fail_row_and_exit_status_1(paid_sale):
-    Claim.objects.filter(pk=paid_sale.paid[0].claim_id).update(status="CLAIMED")
+    Claim.objects.filter(pk=paid_sale.paid[0].claim_id).update(payment_in_flight=True)
     out = StringIO()
 
     with pytest.raises(CommandError) as failed:
         call_command("check_invariants", "--event", str(paid_sale.event.pk), stdout=out)
 
     assert failed.value.returncode == 1
-    assert str(failed.value) == "1 invariant check(s) failed: paid_means_confirmed"
+    assert str(failed.value) == "1 invariant check(s) failed: payment_in_flight_flag"
     [row] = [line for line in out.getvalue().splitlines() if "  FAIL  " in line]
     assert row == (
-        "  paid_means_confirmed            5  FAIL    "
-        "1 confirmed payment whose claim is not CONFIRMED"
+        "  payment_in_flight_flag          5  FAIL    "
+        "1 claim flagged in flight without a live payment"
     )
-    assert out.getvalue().splitlines()[-1] == "19 checks, 1 failed"
+    assert out.getvalue().splitlines()[-1] == "22 checks, 1 failed"
 
 
 def test_json_output_for_machines(paid_sale):
-    Payment.objects.filter(pk=paid_sale.paid[0].pk).update(paid_amount=1)
+    Claim.objects.filter(pk=paid_sale.paid[0].claim_id).update(payment_in_flight=True)
 
     out = StringIO()
     with pytest.raises(CommandError) as failed:
@@ -92,18 +93,21 @@ def test_json_output_for_machines(paid_sale):
     assert failed.value.returncode == 1
     assert report["ok"] is False
     assert report["failed"] == 1
-    assert [c["check"] for c in report["database"]] == ["payment_log_append_only"]
+    assert [c["check"] for c in report["database"]] == [
+        "gateway_refunds_once",
+        "payment_log_append_only",
+    ]
     [event] = report["events"]
     assert event["event_id"] == str(paid_sale.event.pk)
     assert event["counts"]["payments"] == {"CONFIRMED": 3, "FAILED": 1}
-    assert len(event["checks"]) == 18
+    assert len(event["checks"]) == 20
     [bad] = [c for c in event["checks"] if not c["ok"]]
     assert bad == {
-        "check": "payment_amounts_match",
-        "invariant": 7,
+        "check": "payment_in_flight_flag",
+        "invariant": 5,
         "when": "always",
         "ok": False,
-        "detail": "1 payment paid a wrong amount or currency, not flagged",
+        "detail": "1 claim flagged in flight without a live payment",
         "data": {},
     }
 
@@ -118,7 +122,7 @@ def test_sold_out_and_settled_checks_run_only_when_asked_for(paid_sale):
         return {c["check"] for c in json.loads(out.getvalue())["events"][0]["checks"]}
 
     always = checks()
-    assert len(always) == 18
+    assert len(always) == 20
     assert checks("--sold-out") - always == {"sold_equals_inventory"}
     assert checks("--settled") - always == {
         "offers_within_free_tickets",

@@ -50,6 +50,9 @@ ALWAYS = {
     "resale_refunds_flagged",
     "void_codes_refused",
     "waitlist_one_per_customer",
+    "purchase_accounts_balance",
+    "gateway_refunds_once",
+    "transfers_agree",
 }
 SETTLED = {
     "offers_within_free_tickets",
