@@ -271,15 +271,19 @@ def sent_moves(balance: Balance) -> list[Move]:
 
 
 def dispute_lost_moves(balance: Balance, *, amount: int) -> list[Move]:
-    """The bank took ``amount`` back: first what backs the tickets held,
-    then what a resale still owes; anything beyond was given back twice
-    (HELD goes below zero)."""
-    from_held = min(amount, max(0, balance[Bucket.HELD]))
-    from_owed = min(amount - from_held, resale_owed(balance))
-    beyond = amount - from_held - from_owed
-    moves = [Move(EntryKind.DISPUTE_LOST, from_held + beyond, Bucket.HELD, Bucket.LOST)]
-    if from_owed:
-        moves.append(Move(EntryKind.DISPUTE_LOST, from_owed, Bucket.OWED, Bucket.LOST))
+    """The bank took ``amount`` back: first what backs the tickets held and
+    what a resale still owes (the buyer has it back now), then what the
+    organizer kept (fees, the money of tickets sent on: lost to them);
+    anything beyond was given back twice (HELD goes below zero)."""
+    moves = []
+    left = amount
+    for bucket in (Bucket.HELD, Bucket.OWED, Bucket.FEE, Bucket.SENT):
+        taken = min(left, max(0, balance[bucket]))
+        if taken:
+            moves.append(Move(EntryKind.DISPUTE_LOST, taken, bucket, Bucket.LOST))
+            left -= taken
+    if left or not moves:
+        moves.append(Move(EntryKind.DISPUTE_LOST, left, Bucket.HELD, Bucket.LOST))
     return moves
 
 

@@ -308,3 +308,26 @@ def test_a_refund_event_in_another_currency_moves_nothing(
     assert reload(resale).status == "PENDING"
     assert reload(seller.payment).refunded_amount == 0
     assert seller.payment.events.filter(kind="flagged").count() == 1
+
+
+def test_a_refund_the_gateway_settles_for_more_than_asked_is_reported(
+    api, shop, gateway, deliver, django_capture_on_commit_callbacks
+):
+    """The gateway's word on what it gave back is recorded as it is; more
+    than the resale owed comes out of the money backing the kept ticket,
+    and the invariants say so."""
+    seller, ret, _ = resold(api, shop, django_capture_on_commit_callbacks)
+    resale = Refund.objects.get(pk=ret.refund_id)
+    gateway.settle_refund(resale.gateway_refund_id, "processed")
+    body, _ = gateway.refund_webhook(int(resale.gateway_refund_id))
+    payload = json.loads(body)
+    payload["data"]["amount"] = PRICE  # not the PRICE - FEE asked for
+    raw = json.dumps(payload).encode()
+
+    deliver((raw, sign(raw, gateway.app.secret_key)))
+
+    assert reload(resale).amount == PRICE
+    assert reload(seller.payment).refunded_amount == PRICE
+    assert failing(seller.claim.event, redis=False) == {
+        "purchase_accounts_balance": "1 purchase holding a ticket its money no longer backs"
+    }
