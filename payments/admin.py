@@ -13,17 +13,30 @@ and act on all (money is their work: ``money = True``).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import QuerySet
+from django.db import IntegrityError
+from django.db.models import Count, QuerySet, Sum
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 
+from claims.domain import ReturnStatus, TransferStatus
+from claims.models import TicketReturn, TicketTransfer
+from claims.services import purchase_balance
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
+from ledger.domain import Bucket
+from ledger.selectors import account_lines
 from payments.attention import attention_filters, payment_attention, with_attention_facts
+from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES
 from payments.forms import RefundForm, minor_units
 from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.services import (
@@ -32,8 +45,16 @@ from payments.services import (
     payment_mark_refunded,
     payment_refund_by_staff,
     payment_verify_now,
+    refundable_amount,
     resale_refund_retry,
 )
+from payments.services.refunds import GATEWAY
+
+logger = logging.getLogger(__name__)
+
+# A staff action that lost a race to another writer (a unique index said no):
+# nothing was written, and the page says so instead of failing.
+CHANGED_MEANWHILE = "the payment changed meanwhile: look again"
 
 
 def _actor(request: HttpRequest) -> str:
@@ -46,6 +67,115 @@ def _link(viewname: str, pk: object, text: object) -> str:
     except NoReverseMatch:
         return str(text)
     return format_html('<a href="{}">{}</a>', url, text)
+
+
+# The account's buckets in words, in the order staff read them (ledger/domain.py).
+_ACCOUNT_SUMMARY = (
+    (Bucket.REFUNDED, "Refunded"),
+    (Bucket.IN_FLIGHT, "Refund pending"),
+    (Bucket.FEE, "Kept as a fee"),
+    (Bucket.HELD, "Held for the tickets it holds"),
+    (Bucket.OWED, "Owed to the buyer after resales"),
+    (Bucket.SENT, "Kept for tickets sent on"),
+    (Bucket.LOST, "Taken back by the bank"),
+)
+
+
+def account_context(payment: Payment) -> dict[str, Any]:
+    """The payment's purchase's account as the payment page shows it: the
+    non-zero figures of its balance and every entry in words."""
+    claim = payment.claim
+    balance = purchase_balance(claim)
+    summary = [("Paid", money_format(balance.taken, claim.currency))] if balance.taken else []
+    summary += [
+        (label, money_format(balance[bucket], claim.currency))
+        for bucket, label in _ACCOUNT_SUMMARY
+        if balance[bucket]
+    ]
+    lines = [
+        {
+            "when": line.created_at,
+            "what": line.label,
+            "amount": money_format(line.amount, line.currency) if line.amount else "",
+            "tickets": f"{line.tickets:+d}" if line.tickets else "",
+            "note": line.note,
+            "actor": line.actor,
+        }
+        for line in account_lines(claim_id=claim.pk)
+    ]
+    return {
+        "summary": summary,
+        "tickets": balance.tickets,
+        "given_back_twice": balance[Bucket.HELD] < 0,
+        "lines": lines,
+    }
+
+
+@dataclass(frozen=True)
+class RefundPreview:
+    """What a staff refund of one payment does, said before staff act."""
+
+    paid: str  # the payment's amount
+    refusal: str  # why it cannot be refunded now; empty when it can
+    amount: str  # what it gives back at most ("" when nothing)
+    sent: int  # tickets sent on to someone else: they keep them
+    resold: int  # tickets resold: their own refund goes to the buyer
+    resold_refund: str
+    resold_fee: str
+    on_resale: int  # tickets on resale now: cancelled with the order
+
+
+def refund_previews(payments: Iterable[Payment]) -> list[tuple[Payment, RefundPreview]]:
+    """Each payment with what its refund would do, read in a few queries."""
+    payments = list(payments)
+    claims = {p.claim_id for p in payments}
+    sent = dict(
+        TicketTransfer.objects.filter(ticket__claim_id__in=claims, status=TransferStatus.ACCEPTED)
+        .values_list("ticket__claim_id")
+        .annotate(n=Count("id"))
+    )
+    returns: dict[tuple[Any, str], Any] = {
+        (row["claim_id"], row["status"]): row
+        for row in TicketReturn.objects.filter(
+            claim_id__in=claims, status__in=[ReturnStatus.RESOLD, ReturnStatus.ON_RESALE]
+        )
+        .values("claim_id", "status")
+        .annotate(n=Count("id"), owed=Sum("refund_amount"), fee=Sum("fee"))
+    }
+    busy = set(
+        Refund.objects.filter(payment__in=payments, status__in=OPEN_REFUND_STATUSES)
+        .exclude(requested_by=GATEWAY)
+        .values_list("payment_id", flat=True)
+    )
+    previews = []
+    for payment in payments:
+        currency = payment.paid_currency or payment.currency
+        refusal = ""
+        if payment.status not in REFUNDABLE_STATUSES:
+            refusal = f"this payment is {payment.status}: it cannot be refunded."
+        elif payment.pk in busy:
+            refusal = "a refund of it is still with the gateway: this one waits until it settles."
+        amount = refundable_amount(payment) if not refusal else 0
+        resold = returns.get((payment.claim_id, ReturnStatus.RESOLD), {})
+        on_resale = returns.get((payment.claim_id, ReturnStatus.ON_RESALE), {})
+        previews.append((payment, RefundPreview(
+            paid=money_format(payment.amount, payment.currency),
+            refusal=refusal,
+            amount=money_format(amount, currency) if amount else "",
+            sent=sent.get(payment.claim_id, 0),
+            resold=resold.get("n", 0),
+            resold_refund=money_format(resold.get("owed") or 0, currency),
+            resold_fee=money_format(resold["fee"], currency) if resold.get("fee") else "",
+            on_resale=on_resale.get("n", 0),
+        )))  # fmt: skip
+    return previews
+
+
+# What ``payment_verify_now`` answers when the gateway told us nothing.
+_VERIFY_NOT_DONE = {
+    "gateway_unavailable": "the gateway did not answer: try again in a few minutes.",
+    "refused": "the gateway would not say (see the open gateway incidents).",
+}
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
@@ -114,11 +244,14 @@ class PaymentAdmin(admin.ModelAdmin):
                                 "failure_reason", "flag_reason", "dispute", "disputed_at",
                                 "blocked_since", "overdue_at", "verified_at", "checks",
                                 "next_check_at")}),
+        ("Account", {"fields": ("account_explained",),
+                     "description": "Every movement of this purchase's money and tickets, "
+                                    "whichever of its payments it went through."}),
     )  # fmt: skip
     readonly_fields = [
         *(f.name for f in Payment._meta.fields),
         "attention_explained", "amount_display", "paid_display", "refunded_display",
-        "customer_link", "claim_link", "event_link", "log_link",
+        "customer_link", "claim_link", "event_link", "log_link", "account_explained",
     ]  # fmt: skip
     inlines = [RefundInline, PaymentEventInline]
     actions = ["verify_with_gateway", "fail_and_release", "refund", "mark_refunded",
@@ -194,15 +327,38 @@ class PaymentAdmin(admin.ModelAdmin):
             ((a.title, a.meaning, a.what_to_do) for a in found),
         )
 
+    @admin.display(description="the purchase's account")
+    def account_explained(self, payment: Payment) -> str:
+        # Read only here, on one payment's page: the list never shows it.
+        return render_to_string("admin/payments/payment/account.html", account_context(payment))
+
     # --- what staff do ---------------------------------------------------------
-    def _run(self, request: HttpRequest, queryset: QuerySet[Payment], action, label: str) -> None:
+    # Every action answers with a message per payment, never an error page:
+    # a refusal says why (AppError), and a race lost to another writer
+    # (IntegrityError: the service's transaction rolled back) says look again.
+    def _run(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Payment],
+        action: Callable[..., Any],
+        label: str,
+        not_done: dict[str, str] | None = None,
+    ) -> None:
+        """``not_done``: answers of ``action`` that mean nothing happened, and why."""
+        not_done = not_done or {}
         done, refused = 0, []
         for payment in queryset:
             try:
-                action(payment_id=payment.pk, actor=_actor(request))
+                answer = action(payment_id=payment.pk, actor=_actor(request))
+                if isinstance(answer, str) and answer in not_done:
+                    refused.append(f"{payment.reference}: {not_done[answer]}")
+                    continue
                 done += 1
             except AppError as exc:
                 refused.append(f"{payment.reference}: {exc.message}")
+            except IntegrityError:
+                logger.exception("staff action on %s refused by the database", payment.reference)
+                refused.append(f"{payment.reference}: {CHANGED_MEANWHILE}.")
         if done:
             self.message_user(request, f"{label}: {done} payment(s).", messages.SUCCESS)
         for line in refused:
@@ -210,7 +366,7 @@ class PaymentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Verify with the gateway now", permissions=["change"])
     def verify_with_gateway(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
-        self._run(request, queryset, payment_verify_now, "Verified")
+        self._run(request, queryset, payment_verify_now, "Verified", _VERIFY_NOT_DONE)
 
     @admin.action(description="Fail and release the claim", permissions=["change"])
     def fail_and_release(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
@@ -242,7 +398,8 @@ class PaymentAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "title": "Refund through the gateway",
             "opts": self.model._meta,
-            "payments": [(p, money_format(p.amount, p.currency)) for p in queryset],
+            # (payment, preview) pairs: the checked-in tag reads the first.
+            "payments": refund_previews(queryset),
             "form": form,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
@@ -264,6 +421,10 @@ class PaymentAdmin(admin.ModelAdmin):
                 )
             except AppError as exc:
                 refused.append(f"{payment.reference}: {exc.message}")
+                continue
+            except IntegrityError:
+                logger.exception("staff refund of %s refused by the database", payment.reference)
+                refused.append(f"{payment.reference}: {CHANGED_MEANWHILE}.")
                 continue
             done.append(f"{payment.reference} ({money_format(refund.amount, refund.currency)}, "
                         f"{refund.status.lower()})")  # fmt: skip
