@@ -159,7 +159,7 @@ def refund_open_locked(
     allowed = PAID_STATUSES if for_resale else REFUNDABLE_STATUSES
     if payment.status not in allowed:
         raise InvalidTransition(
-            f"A {payment.status} payment cannot be refunded.",
+            f"This payment cannot be refunded: it is {payment.status}.",
             details={"status": payment.status},
         )
     if (
