@@ -204,7 +204,8 @@ class TicketReturnView(APIView):
             404: error("ticket_not_found"),
             409: error(
                 "returns_closed, ticket_not_returnable (a ticket you were sent), "
-                "transfer_pending, ticket_already_used, ticket_void."
+                "transfer_pending, ticket_already_used, ticket_void, ticket_not_movable "
+                "(the purchase's payment is disputed or went back; details.reason)."
             ),
             503: error("busy: retry after Retry-After."),
         },
@@ -241,9 +242,23 @@ class TicketTransferView(APIView):
             404: error("ticket_not_found"),
             409: error(
                 "transfers_not_allowed (off for the event, or the ticket's limit reached), "
-                "transfer_pending, ticket_on_resale, ticket_already_used, ticket_void."
+                "transfer_pending, ticket_on_resale, ticket_already_used, ticket_void, "
+                "ticket_not_movable (the purchase's payment is disputed or went back; "
+                "details.reason)."
             ),
-            422: error("validation_error (details.email)."),
+            422: error(
+                "validation_error: an address sign-in does not take, or your own "
+                "(details.email); the body is not a JSON object, or has unknown fields "
+                "(details.unknown_fields) or invalid ones (details.fields)."
+            ),
+            429: error(
+                "rate_limited: too many transfers of this ticket or by you, or offers "
+                "emailed to this mailbox; see the Retry-After header."
+            ),
+            503: error(
+                "busy: the purchase is being changed, or the limits cannot be counted; "
+                "retry after Retry-After."
+            ),
         },
     )
     def post(self, request: Request, code: str) -> Response:
@@ -264,7 +279,8 @@ class TransferView(APIView):
         responses={
             204: None,
             404: error("transfer_not_found"),
-            409: error("transfer_not_pending"),
+            409: error("transfer_not_pending: accepted (or cancelled) first."),
+            503: error("busy: the purchase is being changed; retry after Retry-After."),
         },
     )
     def delete(self, request: Request, transfer_id: str) -> Response:

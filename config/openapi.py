@@ -19,9 +19,11 @@ OPENAPI_SETTINGS = {
         # The error envelope's code: every code the API can answer with.
         "ErrorCodeEnum": "fairqueue.errors.ErrorCode",
     },
-    # The error answers every operation can give (401, 404, 400/413/415/422, ...).
+    # The error answers every operation can give (401, 404, 400/413/415/422, ...),
+    # and what request bodies refuse (unknown fields, blank text).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "fairqueue.schema.document_error_answers",
+        "fairqueue.schema.describe_request_bodies",
     ],
 }

@@ -15,8 +15,14 @@ has, so they cannot be forgotten on a new endpoint:
   ``Retry-After``); a throttle class may say which methods of which views it
   counts (``throttles(view_class, method)``), else it counts them all.
 
-Every error answer is the one envelope of ``fairqueue/errors.py``. Wired as a
-drf-spectacular ``POSTPROCESSING_HOOKS`` entry.
+Every error answer is the one envelope of ``fairqueue/errors.py``.
+
+And a request body says what its serializer refuses beyond the types, so a
+client made from the schema knows it too: one parsed by a
+``StrictSerializer`` (``fairqueue/api.py``) refuses fields it does not know
+(``additionalProperties: false``), and a text field is trimmed and must
+not be blank or hold U+0000 (a ``pattern``). Both are drf-spectacular
+``POSTPROCESSING_HOOKS`` entries (config/openapi.py).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.views import APIView
 
+from fairqueue.api import StrictSerializer
 from fairqueue.errors import ErrorCode
 
 # The customer token's security scheme (customers/schema.py registers it) and
@@ -58,8 +65,8 @@ def error(description: str) -> OpenApiResponse:
 
 
 UNAUTHENTICATED = (
-    f"{ErrorCode.NOT_AUTHENTICATED}, {ErrorCode.INVALID_TOKEN} or {ErrorCode.TOKEN_EXPIRED}: "
-    "no valid customer token."
+    f"{ErrorCode.NOT_AUTHENTICATED}, {ErrorCode.INVALID_TOKEN}, {ErrorCode.TOKEN_EXPIRED} or "
+    f"{ErrorCode.TOKEN_REVOKED}: no valid customer token."
 )
 NOT_FOUND = (
     f"{ErrorCode.NOT_FOUND} (or a more precise *_not_found): no such resource, or a malformed id."
@@ -167,4 +174,74 @@ def document_error_answers(
                         "description": description,
                     },
                 )
+    return result
+
+
+def _ranges(codes: list[int]) -> str:
+    """A regex character class's inside for ``codes`` (ascending), in ranges."""
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return "".join(f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in runs)
+
+
+# A DRF CharField trims its text and refuses a blank one and any U+0000: as
+# a JSON Schema pattern, at least one character that str.strip() keeps and
+# no U+0000 anywhere (or only the latter, where blank text is allowed).
+_WHITESPACE = _ranges([code for code in range(0x10000) if chr(code).isspace()])
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+TEXT_PATTERN = f"^[^\\u0000]*[^\\u0000{_WHITESPACE}][^\\u0000]*$"
+
+
+def _serializer_of(generator: Any, component_name: str) -> serializers.Serializer | None:
+    """The serializer a component was made from, as drf-spectacular's
+    registry of this run says (a class is instantiated for its fields)."""
+    try:
+        made_from = generator.registry[(component_name, "schemas")].object
+    except (AttributeError, KeyError):
+        return None
+    if isinstance(made_from, type) and issubclass(made_from, serializers.Serializer):
+        return made_from()
+    return made_from if isinstance(made_from, serializers.Serializer) else None
+
+
+def _text_rules(field: serializers.Field, prop: dict[str, Any]) -> None:
+    if isinstance(field, serializers.ListField):
+        if isinstance(prop.get("items"), dict):
+            _text_rules(field.child, prop["items"])
+        return
+    plain = prop.get("type") == "string" and not {"format", "pattern", "enum"} & set(prop)
+    if isinstance(field, serializers.CharField) and plain:
+        prop["pattern"] = (
+            TEXT_PATTERN if field.trim_whitespace and not field.allow_blank else NO_NUL_PATTERN
+        )
+
+
+def describe_request_bodies(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: a request body component says what
+    its serializer refuses beyond the types. Made from a ``StrictSerializer``:
+    ``additionalProperties: false`` (other serializers ignore unknown fields).
+    Its text fields: the pattern of what a CharField takes (``TEXT_PATTERN``)."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                name = media.get("schema", {}).get("$ref", "").rsplit("/", 1)[-1]
+                serializer = _serializer_of(generator, name) if name in schemas else None
+                if serializer is None:
+                    continue
+                component = schemas[name]
+                if isinstance(serializer, StrictSerializer):
+                    component["additionalProperties"] = False
+                properties = component.get("properties", {})
+                for field_name, field in serializer.fields.items():
+                    if isinstance(properties.get(field_name), dict) and not field.read_only:
+                        _text_rules(field, properties[field_name])
     return result

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -275,6 +275,15 @@ class QueueDrawShardView(QueueLineStateView):
             "The same bytes for everyone, `Cache-Control: public, max-age=300` (docs/API.md)."
         ),
         auth=[],
+        parameters=[
+            OpenApiParameter(
+                "shard",
+                str,
+                OpenApiParameter.PATH,
+                pattern=f"^{DRAW_SHARD.pattern}$",
+                description="Two lowercase hex digits; any other shard is 404 not_found.",
+            )
+        ],
         responses={
             200: OpenApiResponse(description="The shard's document (JSON)."),
             404: error("event_not_found, draw_not_made (before the draw), or not_found (shard)"),

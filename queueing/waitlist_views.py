@@ -78,7 +78,11 @@ class WaitlistView(APIView):
                 "already_on_waitlist, already_claimed, or already_in_queue (admitted from "
                 "the line)"
             ),
-            422: error("invalid_input / tier_not_found"),
+            422: error(
+                "validation_error (the body is not a JSON object, or tier_id is not a UUID: "
+                "details.fields; unknown fields are ignored) or tier_not_found (no such tier "
+                "of the event)."
+            ),
         },
     )
     def post(self, request: Request, event_id: str) -> Response:

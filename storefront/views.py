@@ -67,7 +67,9 @@ class TransferAcceptView(APIView):
             404: error("transfer_not_found (not sent to you either)"),
             409: error(
                 "transfer_not_pending, already_claimed (you hold tickets for this event: one "
-                "purchase per customer), ticket_on_resale, ticket_already_used, ticket_void."
+                "purchase per customer), ticket_on_resale, ticket_already_used, ticket_void, "
+                "ticket_not_movable (the sender's payment is disputed or went back; "
+                "details.reason)."
             ),
             503: error("busy: retry after Retry-After."),
         },

@@ -4,6 +4,8 @@ error answer is the one envelope, and real answers fit their schemas."""
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any
 
 import pytest
@@ -13,7 +15,12 @@ from drf_spectacular.generators import SchemaGenerator
 from claims.domain import ClaimStatus, ReleaseReason
 from events.domain import EventStatus
 from fairqueue.errors import ErrorCode
-from fairqueue.schema import document_error_answers, operation_errors, throttled_operations
+from fairqueue.schema import (
+    TEXT_PATTERN,
+    document_error_answers,
+    operation_errors,
+    throttled_operations,
+)
 from payments.domain import PaymentStatus
 from tests.support.factories import CustomerFactory, bearer
 from tests.support.sales import admit_directly, on_sale
@@ -54,11 +61,26 @@ DOCUMENTED_ERRORS = {
     ("get", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 429},
     ("post", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
     ("delete", "/api/v1/tickets/{code}/return/"): {401, 404, 409, 503},
-    ("post", "/api/v1/tickets/{code}/transfer/"): BODY | {401, 404, 409},
+    # Limited per ticket, sender and mailbox (429); the purchase's row lock (503).
+    ("post", "/api/v1/tickets/{code}/transfer/"): BODY | {401, 404, 409, 429, 503},
     ("post", "/api/v1/transfers/{transfer_id}/accept/"): {401, 404, 409, 503},
-    ("delete", "/api/v1/transfers/{transfer_id}/"): {401, 404, 409},
+    ("delete", "/api/v1/transfers/{transfer_id}/"): {401, 404, 409, 503},
     # Organizer session, not a customer token: its own 401 and 403.
     ("post", "/api/v1/events/{event_id}/tickets/check-in/"): BODY | {401, 403, 404, 409},
+}
+
+
+# The request bodies parsed by a StrictSerializer, which refuses unknown
+# fields (422): their schemas are closed. The waiting list's serializer
+# ignores unknown fields, and its body says nothing of them.
+CLOSED_BODIES = {
+    ("post", "/api/v1/auth/otp/request/"),
+    ("post", "/api/v1/auth/otp/verify/"),
+    ("post", "/api/v1/auth/logout/"),
+    ("post", "/api/v1/events/{event_id}/claims/"),
+    ("post", "/api/v1/claims/{claim_id}/payments/"),
+    ("post", "/api/v1/tickets/{code}/transfer/"),
+    ("post", "/api/v1/events/{event_id}/tickets/check-in/"),
 }
 
 
@@ -172,6 +194,114 @@ def test_the_throttled_operations_are_found_from_the_views():
         ("/api/docs/", "get"),
         ("/api/redoc/", "get"),
     }
+
+
+def _body_schema(schema: dict[str, Any], operation: dict[str, Any]) -> dict[str, Any]:
+    (media,) = operation["requestBody"]["content"].values()
+    return _resolve(schema, media["schema"])
+
+
+def test_bodies_that_refuse_unknown_fields_say_so(schema):
+    closed = {
+        (method, path)
+        for method, path, operation in operations(schema)
+        if "requestBody" in operation
+        and _body_schema(schema, operation).get("additionalProperties") is False
+    }
+    assert closed == CLOSED_BODIES
+    waitlist = schema["paths"]["/api/v1/events/{event_id}/waitlist/"]["post"]
+    assert "additionalProperties" not in _body_schema(schema, waitlist)
+
+
+def test_text_fields_say_they_are_trimmed_and_not_blank(schema):
+    """A CharField strips its text and refuses a blank one or a U+0000: the
+    pattern says so, where the field has no format or pattern of its own."""
+    components = schema["components"]["schemas"]
+    claim = components["ClaimCreateRequest"]["properties"]
+    assert claim["admission_token"]["pattern"] == TEXT_PATTERN
+    assert claim["seats"]["items"]["pattern"] == TEXT_PATTERN
+    assert components["OtpRequestRequest"]["properties"]["nonce"]["pattern"] == TEXT_PATTERN
+    assert components["OtpRequestRequest"]["properties"]["email"]["format"] == "email"
+    assert "pattern" not in components["OtpRequestRequest"]["properties"]["email"]
+    assert components["OtpVerifyRequest"]["properties"]["code"]["pattern"] == r"^\d{6}$"
+    text = re.compile(TEXT_PATTERN)
+    for value in ["A-1", " A-1 ", "\u00e9"]:
+        assert text.match(value), value
+    for value in ["", " ", "\t\n", "\u3000", "\x1c", "A\x00"]:
+        assert not text.match(value), repr(value)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/events/{id}/claims/",
+        "/api/v1/claims/{id}/payments/",
+        "/api/v1/tickets/ABCD2345EFGH6789/transfer/",
+        "/api/v1/auth/logout/",
+        "/api/v1/auth/otp/request/",
+        "/api/v1/auth/otp/verify/",
+    ],
+)
+def test_a_closed_body_refuses_an_unknown_field_first(api, path):
+    """Whatever else is wrong (an unknown id here), an unknown field is the
+    422 the closed schema promises, naming the field."""
+    response = api.post(
+        path.format(id=uuid.uuid4()),
+        {"surprise": 1},
+        format="json",
+        **bearer(CustomerFactory()),
+    )
+    assert response.status_code == 422, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["details"]) == (
+        "validation_error",
+        {"unknown_fields": ["surprise"]},
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/auth/logout/", {"everywhere": 0}, "everywhere"),
+        ("/api/v1/auth/logout/", {"everywhere": "true"}, "everywhere"),
+        ("/api/v1/auth/otp/request/", {"email": "ada@example.test", "nonce": 0}, "nonce"),
+        ("/api/v1/events/{id}/claims/", {"admission_token": "t", "tier_id": 5}, "tier_id"),
+        (
+            "/api/v1/events/{id}/claims/",
+            {"admission_token": "t", "tier_id": "x", "quantity": "1"},
+            "quantity",
+        ),
+        (
+            "/api/v1/events/{id}/claims/",
+            {"admission_token": "t", "tier_id": "x", "seats": [1]},
+            "seats",
+        ),
+    ],
+)
+def test_a_strict_body_takes_only_its_json_types(api, path, body, field):
+    """0 for false, "1" for 1, 5 for a UUID: what the schema calls invalid is
+    422, never read as something else (and nothing happens)."""
+    customer = CustomerFactory()
+    response = api.post(path.format(id=uuid.uuid4()), body, format="json", **bearer(customer))
+    assert response.status_code == 422, response.content
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert list(error["details"]["fields"]) == [field]
+    assert api.get("/api/v1/auth/me/", **bearer(customer)).status_code == 200  # not signed out
+
+
+@pytest.mark.django_db
+def test_the_waiting_list_body_ignores_unknown_fields(api):
+    """Its schema is open because its serializer takes unknown fields and
+    drops them: the answer is the one without them."""
+    auth = bearer(CustomerFactory())
+    path = f"/api/v1/events/{uuid.uuid4()}/waitlist/"
+    plain = api.post(path, {}, format="json", **auth)
+    extra = api.post(path, {"surprise": 1}, format="json", **auth)
+    assert plain.status_code == extra.status_code == 404
+    assert plain.json() == extra.json()
 
 
 # --- real answers against their schemas --------------------------------------
