@@ -31,13 +31,14 @@ down a branch, never back up; a lock it already holds may be taken again.
             ticket rows                    provisioning (SKIP LOCKED)
     payment row                            payment_row_lock
       refund row                           refund_row_lock
-      claim row                            claim_row_lock (after a refund's row: its account entries)
+      claim row                            claim_row_lock (also after a refund's row)
         ticket rows, ascending id          ticket_rows_lock (re-instate)
         seat rows, ascending id            seat_rows_lock (re-instate)
         first buyer's claim row            claim_row_lock (a resale paid)
           ticket row, issued tickets       conditional UPDATEs
-    claim row                              claim_row_lock (starting a payment, releasing an order;
-      new payment row (insert)               a return, a withdrawal, a transfer made, cancelled or accepted)
+    claim row                              claim_row_lock (starting a payment, releasing an order,
+      new payment row (insert)               a return, a withdrawal; a transfer made,
+                                             cancelled or accepted)
       ticket row, issued ticket            conditional UPDATEs (return, withdrawal, transfer)
       new claim row (insert)               the recipient's purchase (transfer)
     new claim row (insert)
