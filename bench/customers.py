@@ -7,7 +7,8 @@ question for the token, the socket's news when it holds one), claim a ticket
 with the admission token, start a payment and pay (or decline) at the sandbox
 gateway, then watch the claim until it is confirmed or released.
 A share of them misbehave the way real people do: leave the queue, let the
-admission window lapse, let the claim expire, abandon or decline the payment.
+time to choose lapse (a forgotten tab), let the claim expire, abandon or
+decline the payment.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class SaleConfig:
     join_seconds: float = 5.0
     quantity: int = 1
     claim_ttl: float = 600.0
-    window_seconds: float = 300.0
+    window_seconds: float = 120.0  # the time to choose
     late_pay_delay: float = 0.0  # > 0: this customer pays only after its claim expired
     seed: int = 1
     sale_start_ms: float = 0.0  # wall clock (ms) of the sale's start: the pre-queue's draw

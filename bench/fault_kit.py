@@ -56,7 +56,7 @@ class FaultContext:
     claim_ttl: float = 600.0
     expiry_interval: float = 30.0
     heal_timeout: float = 180.0
-    window_seconds: float = 300.0  # the event's admission window
+    window_seconds: float = 120.0  # the event's time to choose
     admission_interval: float = 5.0
 
 

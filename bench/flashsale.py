@@ -46,6 +46,7 @@ from bench.faults import FAULTS, NEEDS_REDIS, NEEDS_STACK
 from bench.floor import Floor, Person, Rules, replay
 from bench.sale_run import run_sale
 from bench.stack import check_invariants, manage
+from events.domain import CHOOSE_SECONDS_DEFAULT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "bench" / "out"
@@ -89,7 +90,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     sale.add_argument("--batch-size", type=int, default=500, help="admission batch per tick")
     sale.add_argument(
-        "--window-seconds", type=int, default=300, help="admission window (product default)"
+        "--window-seconds",
+        type=int,
+        default=CHOOSE_SECONDS_DEFAULT,
+        help="an admitted customer's time to choose (default: the product's, "
+        f"{CHOOSE_SECONDS_DEFAULT} s); a claim then has CLAIM_TTL_SECONDS to pay",
     )
     sale.add_argument(
         "--ws-customers", type=int, default=5_000, help="customers holding a WebSocket"
@@ -141,7 +146,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     shares = {
         "abandon_queue": (0.05, "leave the queue while waiting"),
-        "lapse_admission": (0.02, "are admitted and never claim"),
+        "lapse_admission": (0.02, "are admitted and never claim (a forgotten tab)"),
         "expire_claim": (0.03, "claim and never pay (the claim expires)"),
         "decline": (0.02, "decline the payment at the gateway"),
         "abandon_payment": (0.01, "start a payment and never finish it"),

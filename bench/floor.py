@@ -10,7 +10,8 @@ is what the rules themselves cost:
   nobody is admitted;
 - the pre-queue is drawn (shuffled) at the first tick; later arrivals queue
   by their join time;
-- a tick first lapses admissions older than the window, then admits
+- a tick first lapses admissions older than the time to choose (``window``:
+  the event's, its slot to the next in line at that same tick), then admits
   ``min(batch, max_active - admitted, free - admitted)`` in line order
   (``queueing.domain.admission_capacity``, as ``queueing/services/admission.py``);
 - a customer with a socket learns of its admission at the tick (the push);
@@ -26,7 +27,8 @@ is what the rules themselves cost:
   payment keeps the claim, so the tickets are free again at the first expiry
   sweep after the claim's TTL, sweeps every ``expiry_interval`` from the
   start), lets
-  the admission lapse (its slot is held until the window ends), or leaves
+  the admission lapse (a forgotten tab: its slot is held until its time to
+  choose ends, and it never asks for the extension), or leaves
   the queue 1 to 20 s after joining.
 
 Deterministic for a seed. Times are seconds since the run's first arrival
@@ -55,7 +57,7 @@ class Rules:
     inventory: int
     batch_size: int
     interval: float = 5.0
-    window: float = 300.0
+    window: float = 120.0  # the time to choose (events.domain.CHOOSE_SECONDS_DEFAULT)
     claim_ttl: float = 600.0
     expiry_interval: float = 30.0
     sale_start: float = 0.0  # seconds after the first arrival
@@ -224,7 +226,7 @@ class _Replay:
         for i in admitted:
             p = self.people[i]
             if p.behaviour in (LAPSE, LEAVE):
-                continue  # they never claim: the slot is held until the window ends
+                continue  # they never claim: the slot is held until the time to choose ends
             # the push, or the page's reads
             self.at(t if p.ws else self._learns_at(i, t), "learn", i)
         self.at(t + r.interval, "tick")
@@ -314,7 +316,7 @@ class _Replay:
     # --- admitted -------------------------------------------------------------------
     def _learn(self, t: float, i: int) -> None:
         if i not in self.admitted_at:
-            return  # the window ended first
+            return  # the time to choose ended first
         self.floor.learnt += 1
         behaviour = self.people[i].behaviour
         del self.admitted_at[i]

@@ -236,7 +236,7 @@ def print_results(
     print(
         f"customers {args.customers:,} (WebSocket {min(args.ws_customers, args.customers):,}), "
         f"tickets {result['inventory']:,}, batch {args.batch_size}, "
-        f"window {args.window_seconds} s, "
+        f"time to choose {args.window_seconds} s, "
         f"in flight: {args.concurrency} joins, {args.poll_concurrency} reads and questions, "
         f"{args.purchase_concurrency} purchase requests"
     )

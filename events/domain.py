@@ -38,6 +38,11 @@ LIVE_STATUSES = (S.ACTIVE, S.PAUSED, S.SOLD_OUT)
 # A tier's tickets are rows, made while its save waits: a stadium's worth at
 # most, so that one admin request cannot hold a worker for minutes.
 MAX_TIER_INVENTORY = 100_000
+# An admitted customer's time to choose their tickets, by default (per event,
+# ``Event.admission_window_seconds``); a claim then has its own time to pay
+# (``CLAIM_TTL_SECONDS``).
+CHOOSE_SECONDS_DEFAULT = 120
+
 # Rows Postgres makes per second, rounded down from what bench/provision_bench.py
 # measures on a small shared machine (about 60,000): the admin's estimate of
 # how long a large tier takes to set up.

@@ -4,7 +4,12 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
 
-from events.domain import EVENT_STATUS_CHOICES, MAX_TIER_INVENTORY, EventStatus
+from events.domain import (
+    CHOOSE_SECONDS_DEFAULT,
+    EVENT_STATUS_CHOICES,
+    MAX_TIER_INVENTORY,
+    EventStatus,
+)
 
 
 class Organizer(models.Model):
@@ -35,8 +40,24 @@ class Event(models.Model):
     prequeue_opens_at = models.DateTimeField(null=True, blank=True)
     max_tickets_per_customer = models.PositiveSmallIntegerField(default=1)
     admission_batch_size = models.PositiveIntegerField(default=500)
-    admission_window_seconds = models.PositiveIntegerField(default=300)
+    # The time to choose: an admission that has not become a claim by then
+    # lapses and its slot goes to the next in line (one extension on request).
+    admission_window_seconds = models.PositiveIntegerField(
+        "time to choose (seconds)",
+        default=CHOOSE_SECONDS_DEFAULT,
+        help_text="How long an admitted customer has to choose tickets; the page warns 30 "
+        "seconds before the end and offers one extension of the same length. Paying has its "
+        "own time once the tickets are held.",
+    )
     max_active_admitted = models.PositiveIntegerField(default=5000)
+    admit_ahead = models.BooleanField(
+        "admit ahead of no-shows",
+        default=False,
+        help_text="Near the end of the sale, admit a few more customers than tickets are free: "
+        "the measured share of admissions that lapse, at most 5 % of the free tickets. "
+        "Nobody is ever sold a ticket that is not there: who finds nothing left is told at "
+        "once and goes first on the waiting list.",
+    )
     status = models.CharField(
         max_length=16, choices=EVENT_STATUS_CHOICES, default=EventStatus.DRAFT, db_index=True
     )

@@ -68,6 +68,8 @@ class ErrorCode(StrEnum):
     NOT_IN_QUEUE = "not_in_queue"
     ADMISSION_EXPIRED = "admission_expired"
     ADMISSION_INVALID = "admission_invalid"
+    # The one extension of an admission's time to choose was used.
+    ALREADY_EXTENDED = "already_extended"
     DRAW_NOT_MADE = "draw_not_made"
     # The waiting list of a sold-out event.
     WAITLIST_CLOSED = "waitlist_closed"

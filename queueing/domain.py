@@ -14,7 +14,7 @@ class QueueStatus(StrEnum):
     ADMITTED = "ADMITTED"
     COMPLETED = "COMPLETED"  # claimed tickets
     ABANDONED = "ABANDONED"  # left the queue
-    EXPIRED = "EXPIRED"  # admission window lapsed, or the sale ended
+    EXPIRED = "EXPIRED"  # time to choose lapsed, nothing left, or the sale ended
 
 
 Q = QueueStatus
@@ -33,7 +33,9 @@ LIVE_STATUSES = (Q.WAITING, Q.ADMITTED)
 class EndReason(StrEnum):
     """Why an entry is EXPIRED (the position endpoint and the push say so)."""
 
-    ADMISSION_WINDOW = "admission_window"  # admitted, did not claim in time
+    ADMISSION_WINDOW = "admission_window"  # admitted, did not claim in the time to choose
+    # admitted, and nothing was left to claim: the customer is first on the waiting list
+    SOLD_OUT = "sold_out"
     SALE_ENDED = "sale_ended"  # the organizer ended the sale, or its window closed
     # a waiting-list offer taken back: the ticket it stood for was re-instated
     # to a buyer whose late payment succeeded (the entry is back at the head)
@@ -78,12 +80,43 @@ def any_tier_price(prices: Iterable[int]) -> int:
 
 
 def admission_capacity(
-    *, batch_size: int, max_active_admitted: int, admitted_now: int, free_tickets: int
+    *,
+    batch_size: int,
+    max_active_admitted: int,
+    admitted_now: int,
+    free_tickets: int,
+    ahead: int = 0,
 ) -> int:
     """How many to admit now: never more than the batch, never more admitted
     at once than the event allows, and never more than the tickets still free
-    minus the customers already admitted who have not claimed yet."""
-    return max(0, min(batch_size, max_active_admitted - admitted_now, free_tickets - admitted_now))
+    (plus ``ahead``, see ``admit_ahead_count``) minus the customers already
+    admitted who have not claimed yet."""
+    room = free_tickets + ahead - admitted_now
+    return max(0, min(batch_size, max_active_admitted - admitted_now, room))
+
+
+# Admitting ahead of no-shows (an event's ``admit_ahead``): at most this share
+# of the free tickets, in percent, and only once this many admissions from the
+# line have ended (claimed or lapsed), so the share is measured, not guessed.
+ADMIT_AHEAD_MAX_PERCENT = 5
+ADMIT_AHEAD_MIN_ENDED = 20
+
+
+def admit_ahead_count(*, free_tickets: int, lapsed: int, claimed: int) -> int:
+    """How many more customers than free tickets may hold an admission: the
+    measured share of admissions that lapse (``lapsed`` of ``lapsed +
+    claimed``) of the free tickets, at most ADMIT_AHEAD_MAX_PERCENT of them,
+    rounded down (so none below 100 / ADMIT_AHEAD_MAX_PERCENT free tickets
+    at the largest share). Whole numbers only: the bound is exact."""
+    ended = lapsed + claimed
+    if free_tickets <= 0 or lapsed <= 0 or ended < ADMIT_AHEAD_MIN_ENDED:
+        return 0
+    return min(free_tickets * lapsed // ended, free_tickets * ADMIT_AHEAD_MAX_PERCENT // 100)
+
+
+# The page warns this long before the time to choose runs out, and offers
+# its one extension (queueing.services.extension).
+CHOOSE_WARNING_SECONDS = 30
 
 
 def eta_seconds(

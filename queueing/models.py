@@ -30,6 +30,9 @@ class QueueEntry(models.Model):
     joined_at = models.DateTimeField(auto_now_add=True)
     admitted_at = models.DateTimeField(null=True, blank=True)
     admission_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the customer asked for the one extension of their time to choose
+    # (None: not yet; queueing.services.extension).
+    extended_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # db_default: the join inserts its row in raw SQL.
     end_reason = models.CharField(

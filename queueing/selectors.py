@@ -14,6 +14,7 @@ from fairqueue.snapshots import SnapshotCache
 from queueing.domain import (
     LIVE_STATUSES,
     WAITLIST_LIVE_STATUSES,
+    EndReason,
     QueueStatus,
     WaitlistStatus,
     any_tier_price,
@@ -121,6 +122,41 @@ def admission_window_open(*, entry: QueueEntry, now: datetime) -> bool:
         .first()
     )
     return stopped is not None and entry.admission_expires_at > stopped
+
+
+def admissions_ended(*, event_id: uuid.UUID | str) -> tuple[int, int]:
+    """(lapsed, claimed): the event's admissions from the line (not the
+    waiting list's offers) that ran out of time to choose, and that became
+    a claim. Their ratio is the measured share of no-shows."""
+    ended = QueueEntry.objects.filter(
+        event_id=event_id,
+        offer_tier__isnull=True,
+        status__in=[QueueStatus.EXPIRED, QueueStatus.COMPLETED],
+    ).aggregate(
+        lapsed=Count(
+            "id", filter=Q(status=QueueStatus.EXPIRED, end_reason=EndReason.ADMISSION_WINDOW)
+        ),
+        claimed=Count("id", filter=Q(status=QueueStatus.COMPLETED)),
+    )
+    return int(ended["lapsed"]), int(ended["claimed"])
+
+
+def open_offers(*, event_id: uuid.UUID | str) -> bool:
+    """Does the event's waiting list hold an offer still open?"""
+    return QueueEntry.objects.filter(
+        event_id=event_id, status=QueueStatus.ADMITTED, offer_tier__isnull=False
+    ).exists()
+
+
+def admission_ended_sold_out(*, event_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> bool:
+    """The customer's latest entry is an admission that ended because nothing
+    was left (they are first on the waiting list)."""
+    entry = entry_latest(event_id=event_id, customer_id=customer_id)
+    return (
+        entry is not None
+        and entry.status == QueueStatus.EXPIRED
+        and entry.end_reason == EndReason.SOLD_OUT
+    )
 
 
 def waiting_count(*, event_id: uuid.UUID | str) -> int:

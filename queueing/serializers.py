@@ -5,7 +5,7 @@ import uuid
 from rest_framework import serializers
 
 from queueing.domain import QueueStatus
-from queueing.services import JoinResult, PositionResult
+from queueing.services import Extension, JoinResult, PositionResult
 from queueing.services.draw import number_draw_key
 
 POLL_AFTER_HELP = (
@@ -71,12 +71,31 @@ class QueuePositionSerializer(serializers.Serializer):
     admission_token = serializers.CharField(
         required=False, help_text="Only when ADMITTED: give it to the claim endpoint."
     )
-    admission_expires_at = serializers.DateTimeField(required=False)
+    admission_expires_at = serializers.DateTimeField(
+        required=False, help_text="Only when ADMITTED: when the time to choose runs out."
+    )
+    admission_extendable = serializers.BooleanField(
+        required=False,
+        help_text="Only when ADMITTED: the one extension of the time to choose may still be "
+        "asked for (POST events/{id}/queue/extend/).",
+    )
     reason = serializers.CharField(
         required=False,
-        help_text="Only when EXPIRED: `admission_window` (admitted, did not claim in time) or "
-        "`sale_ended` (the sale ended, or its sale window closed).",
+        help_text="Only when EXPIRED: `admission_window` (admitted, did not claim in the time "
+        "to choose), `sold_out` (admitted, and nothing was left: first on the waiting list), "
+        "`offer_withdrawn` or `sale_ended` (the sale ended, or its sale window closed).",
     )
+
+
+class ExtensionSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="ADMITTED.")
+    admission_token = serializers.CharField(
+        help_text="The admission token again, carrying the new expiry (the old one still works)."
+    )
+    admission_expires_at = serializers.DateTimeField(
+        help_text="When the extended time to choose runs out."
+    )
+    admission_extendable = serializers.BooleanField(help_text="False: the one extension is used.")
 
 
 class WsTicketSerializer(serializers.Serializer):
@@ -122,6 +141,16 @@ def position_body(result: PositionResult, *, event_id: Ids, customer_id: Ids) ->
     if result.admission_token and result.admission_expires_at:
         body["admission_token"] = result.admission_token
         body["admission_expires_at"] = result.admission_expires_at.isoformat()
+        body["admission_extendable"] = result.admission_extendable
     if result.reason:
         body["reason"] = result.reason
     return body
+
+
+def extension_body(extension: Extension) -> dict:
+    return {
+        "status": QueueStatus.ADMITTED.value,
+        "admission_token": extension.admission_token,
+        "admission_expires_at": extension.expires_at.isoformat(),
+        "admission_extendable": False,
+    }

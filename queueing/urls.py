@@ -1,7 +1,8 @@
 from django.urls import path
 
 from customers.authentication import token_signed
-from fairqueue.lanes import ARRIVAL, WAITING, declare
+from fairqueue.lanes import ARRIVAL, PURCHASE, WAITING, declare
+from queueing.extension_views import QueueExtendView
 from queueing.views import (
     QueueDrawShardView,
     QueueLineStateView,
@@ -32,6 +33,12 @@ urlpatterns = [
         "events/<uuid:event_id>/queue/position/",
         declare(QueuePositionView.as_view(), WAITING, proof=token_signed),
         name="queue-position",
+    ),
+    path(
+        "events/<uuid:event_id>/queue/extend/",
+        # An admitted customer about to choose: beside the claims it leads to.
+        declare(QueueExtendView.as_view(), PURCHASE, proof=token_signed),
+        name="queue-extend",
     ),
     path(
         "events/<uuid:event_id>/waitlist/",

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from events.selectors import event_public_get
 from fairqueue.errors import NotFound
+from queueing.domain import CHOOSE_WARNING_SECONDS
 from queueing.services.waitlist import returns_open_after_sale
 from storefront.sale import (
     duration_text,
@@ -47,6 +48,8 @@ def waiting_room_page(request: HttpRequest, event_id: str) -> HttpResponse:
         # For the wait estimate: at most one batch is admitted per tick.
         "admission_batch_size": event.admission_batch_size,
         "admission_interval_seconds": settings.ADMISSION_INTERVAL_SECONDS,
+        # The time to choose: the page warns this long before it runs out.
+        "choose_warning_seconds": CHOOSE_WARNING_SECONDS,
         "tiers": tiers,
         "api": "/api/v1/",
         "ws_url": websocket_base_url(request),

@@ -183,7 +183,14 @@ def claim_create(
     reserved: Reservation | None = None
     try:
         if left in (CACHE_MISS, NOT_ENOUGH):
-            answer = _reserve_again(store, tier=tier, quantity=quantity, left=left, seats=labels)
+            answer = _reserve_again(
+                store,
+                tier=tier,
+                quantity=quantity,
+                left=left,
+                seats=labels,
+                customer_id=customer_id,
+            )
             if answer is None:  # Redis went away meanwhile: Postgres alone
                 _finish_quietly(store, None, give_back=True, lock=lock)
                 return _claim_without_redis(
@@ -292,6 +299,7 @@ def _reserve_again(
     quantity: int,
     left: int,
     seats: tuple[str, ...] = (),
+    customer_id: uuid.UUID | str | None = None,
 ) -> tuple[int, Reservation] | None:
     """Redis had no counter (it was wiped) or said "not enough": neither is
     final. Postgres is asked; when it has fewer free tickets than asked for
@@ -305,12 +313,19 @@ def _reserve_again(
     elif left == NOT_ENOUGH:
         free = tier_free_tickets(tier_id=tier.id)
         if free < quantity:
-            refuse_more_than_left(tier, free)
+            refuse_more_than_left(tier, free, customer_id=customer_id)
     inventory_sync_event(event_id=tier.event_id, tier_ids=[tier.id])
     answer = store.reserve(event_id=tier.event_id, tier_id=tier.id, quantity=quantity)
     if answer is not None and answer[0] == NOT_ENOUGH and left == CACHE_MISS:
         # The rebuilt counter says none: ask Postgres, as for any "not enough".
-        return _reserve_again(store, tier=tier, quantity=quantity, left=NOT_ENOUGH, seats=seats)
+        return _reserve_again(
+            store,
+            tier=tier,
+            quantity=quantity,
+            left=NOT_ENOUGH,
+            seats=seats,
+            customer_id=customer_id,
+        )
     return answer
 
 
@@ -359,7 +374,7 @@ def _claim_insert(
     if outcome.made(quantity):
         return claim
     if outcome.admitted and outcome.picked < quantity:
-        refuse_short(tier, quantity)
+        refuse_short(tier, quantity, customer_id=customer_id)
     refuse_admission(tier, customer_id)
 
 

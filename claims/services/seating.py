@@ -124,7 +124,7 @@ def claim_insert_seats(
     except (ShortOfTickets, SeatsTaken) as exc:
         if chosen:
             refuse_taken_seats(tier, chosen, not_got=getattr(exc, "labels", ()))
-        refuse_short(tier, claim.quantity)
+        refuse_short(tier, claim.quantity, customer_id=claim.customer_id)
     seats_changed_on_commit(
         event_id=tier.event_id,
         tier_id=tier.id,

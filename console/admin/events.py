@@ -98,12 +98,19 @@ class EventAdmin(admin.ModelAdmin):
         (
             "Admission",
             {
+                "description": (
+                    "Two times: an admitted customer has the time to choose to hold tickets "
+                    "(warned 30 seconds before its end, one extension on request); held "
+                    "tickets then have their own time to pay. An admission that lapses frees "
+                    "its place for the next in line at the next admission tick."
+                ),
                 "fields": (
                     "max_tickets_per_customer",
                     "admission_batch_size",
                     "admission_window_seconds",
                     "max_active_admitted",
-                )
+                    "admit_ahead",
+                ),
             },
         ),
         (

@@ -11,7 +11,13 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from events.domain import EVENT_MACHINE, LIVE_STATUSES, EventStatus, sale_window_errors
+from events.domain import (
+    CHOOSE_SECONDS_DEFAULT,
+    EVENT_MACHINE,
+    LIVE_STATUSES,
+    EventStatus,
+    sale_window_errors,
+)
 from events.models import Event, Organizer
 from events.services.tiers import TierSpec, tier_create, tier_spec_validate
 from events.signals import sale_ended
@@ -49,8 +55,9 @@ def event_create(
     prequeue_opens_at: datetime | None = None,
     max_tickets_per_customer: int = 1,
     admission_batch_size: int = 500,
-    admission_window_seconds: int = 300,
+    admission_window_seconds: int = CHOOSE_SECONDS_DEFAULT,
     max_active_admitted: int = 5000,
+    admit_ahead: bool = False,
     **resale: Any,
 ) -> Event:
     """A DRAFT event with its tiers. ``resale``: the return and transfer
@@ -88,6 +95,7 @@ def event_create(
         admission_batch_size=admission_batch_size,
         admission_window_seconds=admission_window_seconds,
         max_active_admitted=max_active_admitted,
+        admit_ahead=admit_ahead,
         **resale,
     )
     for order, spec in enumerate(tiers):
@@ -153,6 +161,7 @@ EVENT_EDITABLE_FIELDS = RESALE_FIELDS | frozenset(
         "admission_batch_size",
         "admission_window_seconds",
         "max_active_admitted",
+        "admit_ahead",
     }
 )
 

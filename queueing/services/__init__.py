@@ -2,8 +2,11 @@
 
 - ``join``: joining and leaving the line; ``position``: where a customer
   stands in it (``answers``: what both tell a waiting customer);
-- ``admission``: the admission tick (expiry, next batch);
-- ``expiry``: admission windows that lapsed;
+- ``admission``: the admission tick (expiry, next batch); ``capacity``: how
+  many it may admit (admitting ahead of no-shows included);
+- ``expiry``: admissions whose time to choose lapsed; ``extension``: the one
+  extension of it a customer may ask for;
+- ``sold_out``: admitted, and nothing left: first on the waiting list;
 - ``prequeue``: the pre-queue shuffle at sale start;
 - ``clock``: the admission clock (windows do not run out while the waiting
   room is degraded);
@@ -25,6 +28,7 @@ from queueing.services.admission_check import (
 from queueing.services.clock import admission_clock_stop
 from queueing.services.close import queue_close
 from queueing.services.expiry import admissions_expire
+from queueing.services.extension import Extension, admission_extend
 from queueing.services.join import (
     JoinBar,
     JoinResult,
@@ -41,19 +45,23 @@ from queueing.services.position import (
 from queueing.services.prequeue import prequeue_shuffle
 from queueing.services.rebuild import queue_rebuild
 from queueing.services.reconcile import queue_reconcile_all, queue_reconcile_event
+from queueing.services.sold_out import admissions_sold_out
 from queueing.services.ws_tickets import WsTicket, ws_ticket_issue, ws_ticket_redeem
 
 __all__ = [
+    "Extension",
     "JoinBar",
     "JoinResult",
     "PositionResult",
     "WsTicket",
     "admission_clock_stop",
+    "admission_extend",
     "admission_slot",
     "admission_slot_release",
     "admission_tick_all",
     "admission_tick_event",
     "admissions_expire",
+    "admissions_sold_out",
     "join_bar_set",
     "prequeue_shuffle",
     "queue_abandon",

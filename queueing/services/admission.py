@@ -65,11 +65,11 @@ from fairqueue.faults import fault_point
 from fairqueue.locks import event_row_lock, redis_lock
 from fairqueue.metrics import ADMISSION_TICK_DURATION, heal, timed
 from fairqueue.redis import RedisUnavailable
-from inventory.selectors import event_free_tickets
-from queueing.domain import EndReason, QueueStatus, admission_capacity, line_epoch
+from queueing.domain import EndReason, QueueStatus, line_epoch
 from queueing.models import QueueEntry
 from queueing.pushes import expired_text, send_expired, send_line, send_many
 from queueing.selectors import waiting_count
+from queueing.services.capacity import admission_room
 from queueing.services.clock import (
     Progress,
     admission_clock_advance,
@@ -81,6 +81,7 @@ from queueing.services.expiry import admissions_lapse
 from queueing.services.line_state import line_state_publish
 from queueing.services.prequeue import prequeue_shuffle, prequeue_to_redis
 from queueing.services.rebuild import queue_rebuild
+from queueing.services.sold_out import admissions_sold_out
 from queueing.store import queue_store
 from queueing.tokens import admission_token_issue, admission_tokens_issue
 
@@ -117,6 +118,8 @@ class TickReport:
     capacity: int = 0
     served: int | None = None
     rate: float | None = None
+    ahead: int = 0  # admissions held beyond the free tickets (admitting ahead of no-shows)
+    sold_out: int = 0  # admissions ended with nothing left: first on the waiting list
     readmitted: int = 0  # moved into Redis' admitted set from Postgres (Redis was behind)
     rebuilt: bool = False  # the line marker was gone: the line was rebuilt after the tick
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -156,26 +159,11 @@ class Admitted:
     expires_at: datetime | None = None  # None: the tick could not admit (no capacity, not on sale)
     # Admitted so far in Postgres (this tick included), and the highest score admitted.
     progress: Progress = field(default_factory=lambda: Progress(0, None))
+    ahead: int = 0  # admissions beyond the free tickets after this tick (admitting ahead)
 
     @property
     def served(self) -> int:
         return self.progress.served
-
-
-def _capacity(event: Event, now: datetime) -> int:
-    """How many the tick may admit now: none unless ACTIVE inside the sale
-    window. Every ADMITTED entry holds a slot: the lapsed ones were just
-    expired, and the ones a stopped admission clock keeps open still hold
-    theirs."""
-    if event.status != EventStatus.ACTIVE or not (event.sale_start <= now < event.sale_end):
-        return 0
-    admitted_now = QueueEntry.objects.filter(event_id=event.pk, status=QueueStatus.ADMITTED).count()
-    return admission_capacity(
-        batch_size=event.admission_batch_size,
-        max_active_admitted=event.max_active_admitted,
-        admitted_now=admitted_now,
-        free_tickets=event_free_tickets(event_id=event.pk),
-    )
 
 
 def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
@@ -185,11 +173,12 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
         if event is None or event.status not in EVENT_LIVE_STATUSES:
             return Admitted(event)
         admission_state_ensure(event_id=event_id)  # before the admissions it counts
-        capacity = _capacity(event, now)
+        room = admission_room(event, now)
+        capacity = room.admit
         if capacity == 0:
             return Admitted(event, progress=admission_progress(event_id=event_id))
         # Whole seconds: the admission token's expiry (JWT ``exp``) is then
-        # exactly the admitted-set score.
+        # exactly the admitted-set score. The time to choose.
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
             microsecond=0
         )
@@ -213,7 +202,7 @@ def _admit_in_postgres(*, event_id: uuid.UUID | str, now: datetime) -> Admitted:
             highest_score=max((score for _, _, score in found), default=None),
         )
     rows = [(entry, customer) for entry, customer, _ in found]
-    return Admitted(event, capacity, rows, expires_at, progress)
+    return Admitted(event, capacity, rows, expires_at, progress, room.ahead)
 
 
 @timed(ADMISSION_TICK_DURATION, label_from="event_id")
@@ -280,11 +269,15 @@ def _tick(event_id: uuid.UUID | str, report: TickReport) -> None:
         _windows_given_back(event_id, clock.given_back)
     expired = admissions_lapse(event_id=event_id, now=now) if clock.running else []
     report.expired = len(expired)
+    if event.admit_ahead and event.status == EventStatus.SOLD_OUT:
+        # Admitted ahead, and nothing is left: first on the waiting list
+        # within a tick, whether or not they try to claim.
+        report.sold_out = len(admissions_sold_out(event_id=event_id))
     t_expire = time.perf_counter()
 
     admitted = _admit_in_postgres(event_id=event_id, now=now)
     event, rows, expires_at = admitted.event, admitted.rows, admitted.expires_at
-    report.capacity = admitted.capacity
+    report.capacity, report.ahead = admitted.capacity, admitted.ahead
     t_pg = time.perf_counter()
     fault_point("queue.admit.after_commit")
     if event is None or event.status not in EVENT_LIVE_STATUSES:
@@ -381,6 +374,7 @@ def _admitted(event_id: uuid.UUID | str, token: str, expires_iso: str) -> str:
             "event_id": str(event_id),
             "admission_token": token,
             "admission_expires_at": expires_iso,
+            "admission_extendable": True,  # a new admission: its one extension is there
         }
     )
 
@@ -392,14 +386,15 @@ def _expired(event_id: uuid.UUID | str) -> str:
 def admitted_tell(
     event_id: uuid.UUID | str, entries: list[tuple[uuid.UUID, uuid.UUID, datetime]]
 ) -> None:
-    """Each (entry, customer, admission expiry) is told their window, with a
-    token that carries it (best effort, as every push; the position endpoint
-    answers the same). An offer's admission keeps its tier in the token."""
-    offers = dict(
-        QueueEntry.objects.filter(
-            id__in=[entry_id for entry_id, _, _ in entries], offer_tier__isnull=False
-        ).values_list("id", "offer_tier_id")
+    """Each (entry, customer, admission expiry) is told their time to choose,
+    with a token that carries it and whether it may still be extended (best
+    effort, as every push; the position endpoint answers the same). An
+    offer's admission keeps its tier in the token."""
+    found = QueueEntry.objects.filter(id__in=[entry_id for entry_id, _, _ in entries]).values_list(
+        "id", "offer_tier_id", "extended_at"
     )
+    offers = {entry_id: tier for entry_id, tier, _ in found if tier is not None}
+    extended = {entry_id for entry_id, _, at in found if at is not None}
     send_many(
         [
             (
@@ -415,6 +410,7 @@ def admitted_tell(
                         offer_tier_id=offers.get(entry_id),
                     ),
                     "admission_expires_at": until.isoformat(),
+                    "admission_extendable": entry_id not in extended,
                 },
             )
             for entry_id, customer_id, until in entries

@@ -41,6 +41,7 @@ class PositionResult:
     poll_after_seconds: int | None = None
     admission_token: str | None = None
     admission_expires_at: datetime | None = None
+    admission_extendable: bool = False  # ADMITTED: the one extension is still there
     reason: str | None = None  # EXPIRED: why (EndReason)
     score: int | None = None  # WAITING: as JoinResult
     epoch: int | None = None
@@ -84,6 +85,7 @@ def _admitted_answer(entry: QueueEntry, expires_at: datetime, served: int | None
         served=served,
         admission_token=token,
         admission_expires_at=expires_at,
+        admission_extendable=entry.extended_at is None,
     )
 
 

@@ -66,6 +66,50 @@ def draw_due_at(state: WaitlistState) -> datetime:
     return state.opened_at + timedelta(seconds=WAITLIST_DRAW_SECONDS)
 
 
+# Entries put first on the list (admitted, and nothing was left) have scores
+# below every other entry's (those are 0 or more: a draw rank, a join time):
+# FIRST_SCORE plus the time they were put there, so among them the earlier
+# come first.
+FIRST_SCORE = -(2**62)
+
+
+def waitlist_first(
+    *, event: Event, customer_ids: list[uuid.UUID], now: datetime
+) -> list[uuid.UUID]:
+    """Put these customers first on the event's waiting list, in this order,
+    for any tier, ahead of everyone on it (and of its first minute's draw,
+    which they are not part of). A customer with a live entry already keeps
+    it: moved to the front when waiting, left as it is when offered. Inside
+    the caller's transaction, which ended their admissions. Returns the
+    customers put first."""
+    if not customer_ids:
+        return []
+    _state_ensure(event, now)
+    base = FIRST_SCORE + _now_us(now)
+    order = {customer: base + n for n, customer in enumerate(customer_ids)}
+    live = dict(
+        WaitlistEntry.objects.filter(
+            event_id=event.pk, customer_id__in=customer_ids, status__in=WAITLIST_LIVE_STATUSES
+        ).values_list("customer_id", "status")
+    )
+    for customer, status in live.items():
+        if status == WaitlistStatus.WAITING:
+            WaitlistEntry.objects.filter(
+                event_id=event.pk, customer_id=customer, status=WaitlistStatus.WAITING
+            ).update(score=order[customer], drawn=False)
+    WaitlistEntry.objects.bulk_create(
+        [
+            WaitlistEntry(event_id=event.pk, customer_id=customer, score=order[customer])
+            for customer in customer_ids
+            if customer not in live
+        ],
+        ignore_conflicts=True,  # one joined meanwhile: their entry stands
+    )
+    return [
+        c for c in customer_ids if live.get(c, WaitlistStatus.WAITING) == WaitlistStatus.WAITING
+    ]
+
+
 def _now_us(now: datetime) -> int:
     return int(now.timestamp() * 1_000_000)
 

@@ -158,13 +158,17 @@ def waitlist_tick_event(*, event_id: uuid.UUID | str) -> OfferReport:
         report.closed = _close(event_id, now)
         report.settled += _settle(event_id, now)
         return report
+    first_only = False
     if state.drawn_at is None:
-        if now < draw_due_at(state):
-            return report  # nobody is offered anything before the first minute is drawn
-        report.drawn = _draw(event_id, now)
+        # Before the first minute is drawn only those put first on the list
+        # (admitted when nothing was left) are offered: they are ahead of the
+        # draw, whatever it gives.
+        first_only = now < draw_due_at(state)
+        if not first_only:
+            report.drawn = _draw(event_id, now)
     if event.status == EventStatus.PAUSED:
         return report  # a paused sale admits nobody, from the line or the list
-    _offer(event_id, now, report, resale_only=after_sale)
+    _offer(event_id, now, report, resale_only=after_sale, first_only=first_only)
     return report
 
 
@@ -185,11 +189,17 @@ def _clock_after_sale(event_id: uuid.UUID | str, now: datetime) -> None:
 
 
 def _offer(
-    event_id: uuid.UUID | str, now: datetime, report: OfferReport, *, resale_only: bool
+    event_id: uuid.UUID | str,
+    now: datetime,
+    report: OfferReport,
+    *,
+    resale_only: bool,
+    first_only: bool = False,
 ) -> None:
     """``resale_only``: the sale is over, returns are open: only tickets on
     resale are offered (a ticket never sold stays unsold), and offers made
-    before the end that stand for more than those are withdrawn."""
+    before the end that stand for more than those are withdrawn.
+    ``first_only``: only entries put first on the list (``FIRST_SCORE``)."""
     offers: list[tuple[uuid.UUID, uuid.UUID, datetime]] = []
     with transaction.atomic():
         event = event_row_lock(Event.objects.filter(pk=event_id), no_key=True)
@@ -220,9 +230,10 @@ def _offer(
         expires_at = (now + timedelta(seconds=event.admission_window_seconds)).replace(
             microsecond=0
         )
-        waiting = WaitlistEntry.objects.filter(
-            event_id=event_id, status=WaitlistStatus.WAITING
-        ).order_by("score", "id")[:_LOOK_AHEAD]
+        waiting = WaitlistEntry.objects.filter(event_id=event_id, status=WaitlistStatus.WAITING)
+        if first_only:
+            waiting = waiting.filter(score__lt=0)
+        waiting = waiting.order_by("score", "id")[:_LOOK_AHEAD]
         for entry in waiting:
             if room <= 0:
                 break

@@ -17,6 +17,8 @@ from claims.models import Claim, IssuedTicket
 from claims.services import claim_confirm, claim_release, ticket_return
 from events.models import Event
 from events.services import events_end_due
+from ledger.domain import charge_moves
+from ledger.services import account_post
 from queueing.domain import WaitlistStatus
 from queueing.models import WaitlistEntry, WaitlistState
 from queueing.services.waitlist_offers import waitlist_tick_event
@@ -142,6 +144,13 @@ def test_after_the_sale_the_page_offers_the_list_and_a_returned_ticket(phone, st
     regular = event.tiers.get(name="Regular")
     bought = held_by_someone(event, regular)
     claim_confirm(claim_id=bought.id)
+    # Paid for, as its payment's confirmation writes it in the purchase's account.
+    account_post(
+        claim_id=bought.id,
+        moves=charge_moves(amount=bought.amount, tickets=bought.quantity),
+        currency=bought.currency,
+        actor="test",
+    )
     Event.objects.filter(pk=event.pk).update(sale_end=timezone.now() - timedelta(seconds=1))
     events_end_due()
     list_drawn(event)

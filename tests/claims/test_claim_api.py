@@ -15,6 +15,7 @@ from events.models import Event
 from fairqueue.redis import get_redis
 from inventory.models import Ticket
 from queueing.models import QueueEntry
+from queueing.services.waitlist import waitlist_place
 from queueing.store import queue_store
 from tests.support.factories import CustomerFactory, TierFactory, bearer
 from tests.support.sales import admit_directly, counter, in_flight, on_sale
@@ -35,12 +36,21 @@ def claim(api, tier, admitted, *, quantity=1, tier_id=None, token=None, event_id
     )
 
 
-def assert_nothing_claimed(tier, admitted, *, counter_value):
+def assert_nothing_claimed(tier, admitted, *, counter_value, admission="ADMITTED"):
     assert Claim.objects.count() == 0
     assert Ticket.objects.filter(tier=tier, claim__isnull=False).count() == 0
     assert counter(tier) == counter_value
     assert in_flight(tier) == []
-    assert QueueEntry.objects.get(pk=admitted.entry.pk).status == "ADMITTED"
+    assert QueueEntry.objects.get(pk=admitted.entry.pk).status == admission
+
+
+def assert_first_on_the_waiting_list(tier, admitted):
+    """Nothing left at all: the admission ended (sold_out) and the customer
+    is first on the event's waiting list."""
+    entry = QueueEntry.objects.get(pk=admitted.entry.pk)
+    assert (entry.status, entry.end_reason) == ("EXPIRED", "sold_out")
+    place = waitlist_place(event_id=tier.event_id, customer_id=admitted.customer.id)
+    assert (place.status, place.position) == ("waiting", 1)
 
 
 def test_claim_takes_tickets_and_completes_the_admission(api, tier, buyer):
@@ -159,7 +169,9 @@ def test_sold_out_in_redis_and_postgres_is_410(api, tier, buyer):
     response = claim(api, tier, buyer)
     assert response.status_code == 410
     assert response.json()["error"]["code"] == "sold_out"
-    assert_nothing_claimed(tier, buyer, counter_value=0)
+    assert "first on the waiting list" in response.json()["error"]["message"]
+    assert_nothing_claimed(tier, buyer, counter_value=0, admission="EXPIRED")
+    assert_first_on_the_waiting_list(tier, buyer)
 
 
 def test_sold_out_in_redis_alone_is_not_final(api, tier, buyer):
@@ -248,7 +260,7 @@ def test_a_claim_short_of_free_rows_is_410_even_with_redis_inflated(api):
     assert response.json()["error"]["code"] == "sold_out"
     assert Claim.objects.filter(customer=second.customer).count() == 0
     assert counter(tier) == 10_000  # the failed reservation was given back
-    assert QueueEntry.objects.get(pk=second.entry.pk).status == "ADMITTED"
+    assert_first_on_the_waiting_list(tier, second)
 
 
 # --- GET / DELETE -------------------------------------------------------------

@@ -11,6 +11,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from claims.models import Claim
 from claims.services import claim_create
+from claims.services.refusals import SOLD_OUT_FIRST_ON_WAITLIST
 from events.models import Event
 from fairqueue.redis import get_redis
 from inventory.models import Ticket
@@ -124,7 +125,7 @@ def test_none_left_is_still_410_sold_out(api):
 
     assert response.status_code == 410
     assert response.json()["error"] == {
-        "code": "sold_out", "message": "Sold out.", "details": {}
+        "code": "sold_out", "message": SOLD_OUT_FIRST_ON_WAITLIST, "details": {}
     }  # fmt: skip
     assert Claim.objects.filter(customer=buyer.customer).count() == 0
     assert Event.objects.get(pk=tier.event_id).status == "SOLD_OUT"

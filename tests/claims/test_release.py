@@ -10,6 +10,8 @@ from claims.services import claim_create, claim_release
 from events.models import Event
 from fairqueue.errors import InvalidTransition, NotFound
 from inventory.models import Ticket
+from queueing.services.waitlist import waitlist_place
+from queueing.services.waitlist_offers import waitlist_tick_event
 from tests.support.factories import CustomerFactory
 from tests.support.sales import admit_directly, counter, make_customers, on_sale
 
@@ -27,6 +29,8 @@ def claim_one(tier, admitted, quantity=1):
 
 
 def test_release_then_another_customer_claims_the_ticket(django_capture_on_commit_callbacks):
+    """The customer refused as sold out is first on the waiting list: the
+    released ticket is offered to them, and they claim it with the offer."""
     tier = on_sale(tickets=1)
     first, second = admit_directly(tier.event, make_customers(2))
     held = claim_one(tier, first)
@@ -42,7 +46,15 @@ def test_release_then_another_customer_claims_the_ticket(django_capture_on_commi
     assert released.released_at is not None
     assert counter(tier) == 1
 
-    taken = claim_one(tier, second)
+    assert waitlist_tick_event(event_id=tier.event_id).offered == [str(second.customer.id)]
+    offer = waitlist_place(event_id=tier.event_id, customer_id=second.customer.id)
+    taken = claim_create(
+        event_id=tier.event_id,
+        customer_id=second.customer.id,
+        admission_token=offer.admission_token,
+        tier_id=tier.id,
+        quantity=1,
+    )
     assert taken.status == "CLAIMED"
     assert list(Ticket.objects.filter(tier=tier).values_list("claim_id", flat=True)) == [taken.pk]
 

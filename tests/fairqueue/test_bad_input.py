@@ -47,6 +47,7 @@ PROTECTED = [
     ("delete", "/api/v1/events/{event_id}/queue/"),
     ("get", "/api/v1/events/{event_id}/queue/position/"),
     ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"),
+    ("post", "/api/v1/events/{event_id}/queue/extend/"),
     ("post", "/api/v1/events/{event_id}/waitlist/"),
     ("get", "/api/v1/events/{event_id}/waitlist/"),
     ("delete", "/api/v1/events/{event_id}/waitlist/"),
@@ -516,4 +517,4 @@ def test_every_operation_with_an_id_is_a_documented_404_for_an_unknown_one(world
         assert_documented(method, template, response)
         assert snapshot() == before
         probed += 1
-    assert probed == 23  # the line state (GET queue/state/) and a draw document among them
+    assert probed == 24  # the line state (GET queue/state/) and a draw document among them

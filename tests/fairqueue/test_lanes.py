@@ -51,6 +51,7 @@ ROUTES: dict[str, tuple[dict, dict[str, str]]] = {
     "claim-detail": ({"claim_id": C}, {"GET": PURCHASE, "DELETE": PURCHASE}),
     "claim-payments": ({"claim_id": C}, {"POST": PURCHASE}),
     "payment-detail": ({"payment_id": P}, {"GET": PURCHASE}),
+    "queue-extend": ({"event_id": E}, {"POST": PURCHASE}),  # more time to choose, then buy
     "paystack-webhook": ({}, {"POST": ARRIVAL}),  # a customer token is no signature
     "paystack-webhook-no-slash": ({}, {"POST": ARRIVAL}),
     # waiting: a signed-in customer in line, their account, tickets and seat maps

@@ -44,6 +44,7 @@ DOCUMENTED_ERRORS = {
     ("post", "/api/v1/events/{event_id}/queue/ws-ticket/"): {401, 404, 429, 503},
     ("delete", "/api/v1/events/{event_id}/queue/"): {401, 404, 409},
     ("get", "/api/v1/events/{event_id}/queue/position/"): {401, 404, 429},
+    ("post", "/api/v1/events/{event_id}/queue/extend/"): {401, 403, 404, 409},
     ("get", "/api/v1/events/{event_id}/queue/state/"): {404},
     ("get", "/api/v1/events/{event_id}/queue/draw/{shard}/"): {404, 503},
     ("post", "/api/v1/events/{event_id}/waitlist/"): BODY | {401, 404, 409},

@@ -1,5 +1,7 @@
 import { assert, test } from "./harness.js";
-import { SALE_BADGE, fewerLeftOffer, phaseFor, pushEffect, saleStateAt, wantsLive, opensAt } from "../../storefront/static/storefront/queue/machine.js";
+import {
+  SALE_BADGE, SOLD_OUT_FIRST, chooseWarning, fewerLeftOffer, phaseFor, pushEffect, saleStateAt, wantsLive, opensAt,
+} from "../../storefront/static/storefront/queue/machine.js";
 
 const NOW = Date.parse("2026-07-01T12:00:00Z");
 const sale = (fields) => ({
@@ -43,6 +45,21 @@ test("the queue entry decides while there is no claim", () => {
   assert.equal(phaseFor(me({ queue: { status: "ADMITTED" } }), { saleState: "on_sale" }).phase, "admitted");
   const lapsed = phaseFor(me({ queue: { status: "EXPIRED" } }), { saleState: "on_sale" });
   assert.deepEqual(lapsed, { phase: "join", notice: "Your turn passed before you chose tickets." });
+  // Admitted when nothing was left: first on the waiting list, and told so.
+  const soldOut = phaseFor(me({ queue: { status: "EXPIRED", reason: "sold_out" } }), { saleState: "sold_out" });
+  assert.deepEqual(soldOut, { phase: "join", notice: SOLD_OUT_FIRST });
+});
+
+test("the time to choose warns in time and offers its one extension", () => {
+  assert.equal(chooseWarning(31, 30, true), null);
+  assert.equal(chooseWarning(0, 30, true), null);  // over: the server decides what follows
+  const warned = chooseWarning(30, 30, true);
+  assert.equal(warned.extend, true);
+  assert.ok(/less than 30 seconds/.test(warned.text), warned.text);
+  assert.ok(/ask for it once/.test(warned.text), warned.text);
+  const used = chooseWarning(12, 30, false);
+  assert.equal(used.extend, false);
+  assert.ok(!/ask for it once/.test(used.text), used.text);
 });
 
 test("a claim beats the queue entry: held, paying, paid", () => {
@@ -87,7 +104,9 @@ test("pushes: the line moving, our turn, the sale changing", () => {
   const snapshot = { type: "position", status: "WAITING", position: 3, served: 1 };
   assert.deepEqual(pushEffect(snapshot, "waiting"), { snapshot });
   assert.deepEqual(pushEffect({ type: "admitted", admission_token: "t", admission_expires_at: "x" }, "waiting"),
-    { admitted: { token: "t", expiresAt: "x" } });
+    { admitted: { token: "t", expiresAt: "x", extendable: true } });
+  assert.deepEqual(pushEffect({ type: "admitted", admission_token: "t", admission_expires_at: "x", admission_extendable: false }, "admitted"),
+    { admitted: { token: "t", expiresAt: "x", extendable: false } });
   assert.deepEqual(pushEffect({ type: "admitted" }, "waiting"), { refresh: true });
   assert.deepEqual(pushEffect({ type: "paused" }, "waiting"), { eventStatus: "PAUSED" });
   assert.deepEqual(pushEffect({ type: "resumed" }, "waiting"), { eventStatus: "ACTIVE" });

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from queueing import services
 from queueing.models import QueueEntry
-from queueing.services import admission
+from queueing.services import admission, capacity
 from queueing.store import queue_store
 from tests.support.factories import CustomerFactory, bearer
 from tests.support.sales import join, make_event
@@ -69,13 +69,13 @@ def test_200_concurrent_joins_get_places_1_to_200_without_gaps_or_duplicates():
 
 def _slow_capacity(monkeypatch, seconds=0.5):
     """Both ticks count before either commits (if nothing stops them)."""
-    real = admission.admission_capacity
+    real = capacity.admission_capacity
 
     def slow(**kwargs):
         time.sleep(seconds)
         return real(**kwargs)
 
-    monkeypatch.setattr(admission, "admission_capacity", slow)
+    monkeypatch.setattr(capacity, "admission_capacity", slow)
 
 
 def _two_ticks_at_once(event):

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from events.domain import CHOOSE_SECONDS_DEFAULT
 from events.models import Organizer
 from events.services import TierSpec, default_sale_window, event_activate, event_create
 from fairqueue.errors import AppError
@@ -58,8 +59,16 @@ class Command(BaseCommand):
         parser.add_argument("--sale-end")
         parser.add_argument("--prequeue-opens-at")
         parser.add_argument("--batch-size", type=int, default=500)
-        parser.add_argument("--window-seconds", type=int, default=300)
+        parser.add_argument(
+            "--window-seconds",
+            type=int,
+            default=CHOOSE_SECONDS_DEFAULT,
+            help="the time to choose of an admitted customer",
+        )
         parser.add_argument("--max-active-admitted", type=int, default=5000)
+        parser.add_argument(
+            "--admit-ahead", action="store_true", help="admit ahead of no-shows near the end"
+        )
         parser.add_argument("--activate", action="store_true")
         parser.add_argument("--organizer", default="demo@fairqueue.local", help="Organizer email")
 
@@ -86,6 +95,7 @@ class Command(BaseCommand):
                 admission_batch_size=o["batch_size"],
                 admission_window_seconds=o["window_seconds"],
                 max_active_admitted=o["max_active_admitted"],
+                admit_ahead=o["admit_ahead"],
             )
             if o["activate"]:
                 event = event_activate(event_id=event.pk)

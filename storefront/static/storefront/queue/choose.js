@@ -1,7 +1,7 @@
 /* Choosing tickets in the admitted panel: the claim request (retried with
    the same Idempotency-Key while its answer is lost or the server is busy),
    and the offer of the tickets that are left when fewer are than asked
-   for. `room`: {admission(), refresh(), refreshEvent()}. */
+   for. `room`: {admission(), admitted(), refresh(), refreshEvent()}. */
 import { api, errorText, newKey } from "../lib/api.js";
 import { fewerLeftOffer } from "./machine.js";
 import { busy, el, setError, setNotice, showOffer } from "./view.js";
@@ -66,6 +66,10 @@ export class ChooseStep {
       return;
     }
     if (code === "sold_out") {
+      // Nothing left at all: the server ended the admission and put us first
+      // on the waiting list (the page says so). Else another tier may have some.
+      await this.room.refresh();
+      if (!this.room.admitted()) return;
       setError("Those tickets just sold out. Choose another tier if one is left.");
       this.room.refreshEvent();
       return;

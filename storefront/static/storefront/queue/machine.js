@@ -74,6 +74,8 @@ export function phaseFor(me, { saleState }) {
     notice = claim.release_text + ".";
     if (payment && payment.status !== "FAILED" && payment.status !== "CONFIRMED"
         && payment.status_text !== claim.release_text) notice += " " + payment.status_text + ".";
+  } else if (queue && queue.status === "EXPIRED" && queue.reason === "sold_out") {
+    notice = SOLD_OUT_FIRST;
   } else if (queue && queue.status === "EXPIRED") {
     notice = "Your turn passed before you chose tickets.";
   }
@@ -95,7 +97,13 @@ export function pushEffect(message, phase) {
     case "line": return { line: message };
     case "admitted":
       if (!message.admission_token) return { refresh: true };
-      return { admitted: { token: message.admission_token, expiresAt: message.admission_expires_at } };
+      return {
+        admitted: {
+          token: message.admission_token,
+          expiresAt: message.admission_expires_at,
+          extendable: message.admission_extendable !== false,
+        },
+      };
     case "expired":
       if (message.reason === "sale_ended") return { eventStatus: "ENDED" };
       return phase === "waiting" || phase === "admitted" ? { refresh: true } : {};
@@ -119,6 +127,21 @@ export function fewerLeftOffer(error) {
     text: "Only " + left + " left \u2014 take " + (left === 1 ? "it" : left) + "?",
     button: left === 1 ? "Hold the last ticket" : "Hold these " + left + " tickets",
   };
+}
+
+/* Admitted, and nothing was left (EXPIRED, reason sold_out): what the page says. */
+export const SOLD_OUT_FIRST = "Sold out while it was your turn. You are first on the waiting list: "
+  + "the next ticket that comes back is offered to you.";
+
+/* The warning of the time to choose (WCAG 2.2.1: warned in time, more time on
+   request): null while more than `warnAt` seconds are left, or once the time
+   is up; else `{text, extend}`, `extend` when the one extension is still
+   there (`admission_extendable`). */
+export function chooseWarning(leftSeconds, warnAt, extendable) {
+  if (leftSeconds > warnAt || leftSeconds <= 0) return null;
+  const text = "Your time to choose is almost up: your turn ends in less than " + warnAt + " seconds.";
+  if (!extendable) return { text, extend: false };
+  return { text: text + " Need more time? You can ask for it once.", extend: true };
 }
 
 /* Panels that keep the live link (socket, or polling while it is down). */

@@ -13,6 +13,7 @@ import { clock, localDateTime, money, number } from "../lib/format.js";
 import { signinHref } from "../site.js";
 import { Attention, offerNotifications } from "./attention.js";
 import { ChooseStep } from "./choose.js";
+import { ChooseTime } from "./choosetime.js";
 import { HoldPanel } from "./hold.js";
 import { untilText, untilWords } from "./countdown.js";
 import {
@@ -51,7 +52,7 @@ const state = {
   asked: false,       // an own question (token or number) is on its way
   askedServed: null,  // served of a WAITING answer to the token question (line.js mayAskAgain)
   relearnTimer: null, // the number is learnt again at a random moment after the draw
-  admission: null,    // {token, expiresAt (ms)}
+  admission: null,    // {token, expiresAt (ms), extendable: its one extension is still there}
   lapsed: false,      // a countdown reached zero; the server decides what follows
 };
 let ticker = null;
@@ -59,9 +60,18 @@ const seats = new SeatStep(cfg);  // the seat map of a reserved tier
 const waiting = new WaitingPanel(cfg);
 const attention = new Attention();  // "Your turn!" for a customer in another tab
 new ChooseStep(cfg, seats, {
-  admission: () => state.admission, refresh: () => refresh(), refreshEvent: () => refreshEvent(),
+  admission: () => state.admission,
+  admitted: () => state.phase === "admitted",
+  refresh: () => refresh(),
+  refreshEvent: () => refreshEvent(),
 });
 const hold = new HoldPanel(API, { me: () => state.me, refresh: () => refresh() });
+const chooseTime = new ChooseTime(cfg, {
+  admission: () => state.admission,
+  setAdmission: (answer) => { setAdmission(admissionOf(answer)); },
+  refresh: () => refresh(),
+  redraw: () => tick(),
+});
 
 const live = new LiveLink({
   cfg,
@@ -234,7 +244,7 @@ function onSnapshot(s) {
     if (state.line && placeIn(state.number, state.line).admitted) state.askedServed = s.served;
     if (state.phase === "waiting") drawWaiting(); else refresh();
   } else if (s.status === "ADMITTED" && s.admission_token) {
-    state.admission = { token: s.admission_token, expiresAt: Date.parse(s.admission_expires_at) };
+    setAdmission(admissionOf(s));
     render("admitted");
   } else {
     refresh();  // left, expired or done: the whole state again
@@ -245,11 +255,31 @@ function decide(me) {
   state.me = me;
   const { phase, notice } = phaseFor(me, { saleState: saleStateAt(event, Date.now()) });
   if (me && me.queue && me.queue.status === "WAITING") takeNumber(me.queue);
-  if (me && me.queue && me.queue.status === "ADMITTED") {
-    state.admission = { token: me.queue.admission_token, expiresAt: Date.parse(me.queue.admission_expires_at) };
-  }
+  if (me && me.queue && me.queue.status === "ADMITTED") setAdmission(admissionOf(me.queue));
   setNotice(notice);
   render(phase);
+  // Admitted, and nothing was left: the waiting list (waitlist.js) has us first.
+  if (me && me.queue && me.queue.reason === "sold_out") document.dispatchEvent(new CustomEvent("fq:waitlist"));
+}
+
+/* The admission in an answer (position, me/, the extension): token, end of
+   the time to choose, and whether its one extension is still there. */
+function admissionOf(q) {
+  return {
+    token: q.admission_token,
+    expiresAt: Date.parse(q.admission_expires_at),
+    extendable: q.admission_extendable !== false,
+  };
+}
+
+/* A new end of the time to choose (pushed, or the extension's answer): a
+   countdown that had reached zero runs again. */
+function setAdmission(admission) {
+  state.admission = admission;
+  if (admission.expiresAt > Date.now() && state.lapsed && state.phase === "admitted") {
+    state.lapsed = false;
+    el("claim-button").disabled = false;
+  }
 }
 
 // --- drawing ---------------------------------------------------------------------------
@@ -330,6 +360,7 @@ function tick() {
   } else if (state.phase === "admitted" && state.admission) {
     const left = (state.admission.expiresAt - now) / 1000;
     setText("admission-countdown", clock(left));
+    chooseTime.draw(left);
     if (left <= 0 && !state.lapsed) {
       state.lapsed = true;
       el("claim-button").disabled = true;
@@ -376,7 +407,8 @@ function onPush(message) {
   }
   if (effect.line) onLine(effect.line);
   if (effect.admitted) {
-    state.admission = { token: effect.admitted.token, expiresAt: Date.parse(effect.admitted.expiresAt) };
+    const a = effect.admitted;
+    setAdmission({ token: a.token, expiresAt: Date.parse(a.expiresAt), extendable: a.extendable });
     render("admitted");
   }
   if (effect.refresh) refresh();

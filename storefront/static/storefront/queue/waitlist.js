@@ -117,6 +117,8 @@ async function leave() {
 if (box) {
   document.getElementById("waitlist-join").addEventListener("click", join);
   document.getElementById("waitlist-leave").addEventListener("click", leave);
+  // Admitted when nothing was left: the server put us first on the list.
+  document.addEventListener("fq:waitlist", () => load());
   // An offer can come after the list was read: when the page shows its
   // admission while on the list, the entry is read at once for the offer.
   const admitted = document.querySelector("[data-panel=admitted]");
