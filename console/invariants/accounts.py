@@ -76,8 +76,8 @@ def purchase_accounts_balance(event: Event, options: Options) -> Found:
         [event.pk, LIVE_TICKETS],
     )
     found: dict[str, int] = defaultdict(int)
-    for claim_id in set(taken) - set(accounts):
-        found["with money taken and no account"] += 1
+    if unaccounted := len(set(taken) - set(accounts)):
+        found["with money taken and no account"] += unaccounted
     for claim_id, (_, status, face, charged, held_tickets, lost, *buckets) in accounts.items():
         bucket = dict(zip(BUCKETS, (int(b) for b in buckets), strict=True))
         if bucket[Bucket.HELD] < 0:
