@@ -193,7 +193,7 @@ def test_the_real_command_exits_0_1_and_2(paid_sale):
     broken = manage("--event", event)
     assert broken.returncode == 1
     assert broken.stderr == "CommandError: 1 invariant check(s) failed: payment_amounts_match\n"
-    assert broken.stdout.splitlines()[-1] == "19 checks, 1 failed"
+    assert broken.stdout.splitlines()[-1] == "22 checks, 1 failed"
 
     unknown = manage("--event", str(uuid.uuid4()))
     assert unknown.returncode == 2
