@@ -79,20 +79,33 @@ def claims_open_count(*, event_id: uuid.UUID | str) -> int:
 
 @dataclass(frozen=True)
 class TierTicketCounts:
-    sold: int  # in CONFIRMED claims (paid)
-    claimed: int  # in CLAIMED claims (held, payment pending)
-    free: int
+    sold: int  # paid for and held: in CONFIRMED claims, or on resale (still its buyer's)
+    claimed: int  # in CLAIMED claims (held, payment pending), not on resale
+    free: int  # never sold and on sale now
+    on_resale: int = 0  # of ``sold``: returned and on sale again until resold
 
 
 def tier_ticket_counts(*, event_id: uuid.UUID | str) -> dict[uuid.UUID, TierTicketCounts]:
-    """Postgres truth per tier, in one query (the organizer's live numbers)."""
+    """Postgres truth per tier, in one query (the organizer's live numbers).
+    A ticket returned for resale stays sold (its first buyer holds it) until
+    someone else has paid for it; then it is sold once, to them. So sold,
+    claimed and free add up to the tickets that are not blocked."""
+    on_resale = Q(tickets__resale_from__isnull=False)
     rows = (
         TicketTier.objects.filter(event_id=event_id)
         .annotate(
-            sold=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CONFIRMED)),
-            claimed=Count("tickets", filter=Q(tickets__claim__status=ClaimStatus.CLAIMED)),
-            free=Count("tickets", filter=Q(tickets__claim__isnull=True, tickets__blocked=False)),
+            sold=Count(
+                "tickets", filter=Q(tickets__claim__status=ClaimStatus.CONFIRMED) | on_resale
+            ),
+            claimed=Count(
+                "tickets", filter=Q(tickets__claim__status=ClaimStatus.CLAIMED) & ~on_resale
+            ),
+            free=Count(
+                "tickets",
+                filter=Q(tickets__claim__isnull=True, tickets__blocked=False) & ~on_resale,
+            ),
+            on_resale=Count("tickets", filter=on_resale),
         )
-        .values_list("id", "sold", "claimed", "free")
+        .values_list("id", "sold", "claimed", "free", "on_resale")
     )
-    return {tier_id: TierTicketCounts(sold, claimed, free) for tier_id, sold, claimed, free in rows}
+    return {tier_id: TierTicketCounts(*counts) for tier_id, *counts in rows}

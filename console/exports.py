@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.utils import timezone
 
 from claims.domain import ClaimStatus, ticket_code_display
 from claims.models import Claim, IssuedTicket, TicketEvent
@@ -17,7 +19,7 @@ from fairqueue.money import money_major
 
 ORDER_COLUMNS = [
     "order", "created_at", "status", "event", "tier", "quantity", "amount", "currency",
-    "buyer_email", "payment_reference", "paid_at", "released_at", "release_reason",
+    "buyer_email", "payment_reference", "paid_at", "released_at", "release_reason", "source",
 ]  # fmt: skip
 HOLDER_COLUMNS = [
     "ticket", "event", "tier", "seat", "holder_email", "order", "paid_at", "status",
@@ -26,6 +28,12 @@ HOLDER_COLUMNS = [
 
 # A cell a spreadsheet would run as a formula (an email may start with "=").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _when(moment: datetime | None) -> str:
+    """A time as a spreadsheet reads a date and time ("YYYY-MM-DD HH:MM:SS",
+    in the site's time zone), not an ISO string it keeps as text."""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S") if moment else ""
 
 
 def _cell(value: object) -> str:
@@ -64,7 +72,7 @@ def order_rows(orders: QuerySet[Claim]) -> Iterator[list]:
         )
         yield [
             order.pk,
-            order.created_at.isoformat(),
+            _when(order.created_at),
             order.status,
             order.event.name,
             order.tier.name,
@@ -73,9 +81,10 @@ def order_rows(orders: QuerySet[Claim]) -> Iterator[list]:
             order.currency,
             order.customer.email,
             payments[-1].reference if payments else "",
-            order.confirmed_at.isoformat() if order.confirmed_at else "",
-            order.released_at.isoformat() if order.released_at else "",
+            _when(order.confirmed_at),
+            _when(order.released_at),
             order.release_reason,
+            order.source,
         ]
 
 
@@ -99,9 +108,9 @@ def holder_rows(orders: QuerySet[Claim]) -> Iterator[list]:
             ticket.seat_label or f"{ticket.seat} of {claim.quantity}",
             ticket.holder_email,
             ticket.claim_id,
-            claim.confirmed_at.isoformat() if claim.confirmed_at else "",
+            _when(claim.confirmed_at),
             ticket.status,
-            ticket.checked_in_at.isoformat() if ticket.checked_in_at else "",
+            _when(ticket.checked_in_at),
             ticket.checked_in_by.removeprefix("staff:"),
             _history(ticket),
         ]
@@ -115,7 +124,7 @@ def _history(ticket: IssuedTicket) -> str:
         chain.append(current.pk)
         current = current.replaces
     steps = TicketEvent.objects.filter(ticket_id__in=chain).order_by("created_at", "id")
-    return "; ".join(f"{s.created_at:%Y-%m-%d %H:%M} {s.kind}" for s in steps)
+    return "; ".join(f"{_when(s.created_at)[:16]} {s.kind}" for s in steps)
 
 
 def orders_csv(orders: QuerySet[Claim], filename: str = "orders.csv") -> StreamingHttpResponse:

@@ -15,12 +15,14 @@ from typing import Any
 from django.db.models import Count, DateTimeField, F, Func, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
-from claims.domain import HOLDING_STATUSES, ClaimStatus, IssuedTicketStatus
+from claims.domain import HOLDING_STATUSES, IssuedTicketStatus
 from claims.models import Claim, IssuedTicket
 from claims.selectors import tier_ticket_counts
 from console.after_sale import AfterSale, TierPrice, after_sale
 from events.domain import LIVE_STATUSES, EventStatus
 from events.models import Event
+from ledger.domain import Bucket
+from ledger.models import AccountEntry
 from payments.attention import attention_filters
 from payments.domain import EventKind, PaymentStatus
 from payments.models import Payment, PaymentEvent
@@ -89,21 +91,41 @@ class TierNumbers:
     name: str
     price: int
     inventory: int
-    sold: int
+    sold: int  # tickets on resale included, until resold
     claimed: int
     free: int
-    revenue: int  # minor units, CONFIRMED claims
+    revenue: int  # minor units kept: paid, less refunds (``tier_revenue``)
+    on_resale: int = 0
+
+
+# The buckets of a purchase's account that are the organizer's money: what
+# backs the tickets it holds, the fees kept, what backs tickets sent on.
+KEPT = (Bucket.HELD.value, Bucket.FEE.value, Bucket.SENT.value)
+
+
+def tier_revenue(event_id: uuid.UUID) -> dict[uuid.UUID, int]:
+    """What each tier's purchases keep, read from their accounts: what was
+    paid, less what went back, is on its way back or is owed after a resale,
+    and what the bank took back. A resold ticket counts once (its buyer's
+    payment; its first buyer's is refunded but the fee), a cancelled order
+    only for the fee it kept."""
+    rows = (
+        AccountEntry.objects.filter(claim__event_id=event_id)
+        .values("claim__tier_id")
+        .annotate(
+            into=Sum("amount", filter=Q(credit__in=KEPT)),
+            out=Sum("amount", filter=Q(debit__in=KEPT)),
+        )
+        .order_by()
+    )
+    return {
+        row["claim__tier_id"]: int(row["into"] or 0) - int(row["out"] or 0) for row in rows
+    }
 
 
 def tier_numbers(event: Event) -> list[TierNumbers]:
     counts = tier_ticket_counts(event_id=event.pk)
-    revenue = {
-        row["tier_id"]: int(row["total"] or 0)
-        for row in Claim.objects.filter(event_id=event.pk, status=ClaimStatus.CONFIRMED)
-        .values("tier_id")
-        .annotate(total=Sum("amount"))
-        .order_by()
-    }
+    revenue = tier_revenue(event.pk)
     return [
         TierNumbers(
             id=tier.pk,
@@ -115,6 +137,7 @@ def tier_numbers(event: Event) -> list[TierNumbers]:
             claimed=counts[tier.pk].claimed if tier.pk in counts else 0,
             free=counts[tier.pk].free if tier.pk in counts else 0,
             revenue=revenue.get(tier.pk, 0),
+            on_resale=counts[tier.pk].on_resale if tier.pk in counts else 0,
         )
         for tier in event.tiers.all()
     ]
@@ -204,7 +227,7 @@ class EventNumbers:
     def totals(self) -> dict[str, int]:
         return {
             name: sum(getattr(t, name) for t in self.tiers)
-            for name in ("inventory", "sold", "claimed", "free", "revenue")
+            for name in ("inventory", "sold", "claimed", "free", "revenue", "on_resale")
         }
 
 
@@ -317,9 +340,13 @@ def sale_series(event: Event, now: datetime | None = None) -> SaleSeries | None:
     gave_up = _per_step(
         entries.filter(admitted_at__isnull=True), "finished_at", start, step, points
     )
+    # Tickets held by paid purchases, from their accounts: a sale adds its
+    # tickets when paid, a cancellation takes them away, a resale or a
+    # transfer moves one from one purchase to another (the sold figure's
+    # count, at each moment).
     sold = _per_step(
-        Claim.objects.filter(event_id=event.pk, status=ClaimStatus.CONFIRMED),
-        "confirmed_at", start, step, points, value=Sum("quantity"),
+        AccountEntry.objects.filter(claim__event_id=event.pk).exclude(tickets=0),
+        "created_at", start, step, points, value=Sum("tickets"),
     )  # fmt: skip
     waiting = [
         max(0, j - a - g)

@@ -1,5 +1,6 @@
 """Writes of the console: Redis rebuilt from Postgres (invariant 2), and the
-organizer's bulk actions on orders, each through the owning app's services."""
+organizer's actions on orders (release an unpaid one, refund a paid one),
+each through the owning app's services."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from events.selectors import events_live
 from fairqueue.errors import Conflict, ErrorCode, InvalidTransition
 from fairqueue.redis import RedisUnavailable
 from inventory.services import inventory_sync_event
+from payments.models import Refund
+from payments.selectors import payments_to_refund
+from payments.services import payment_refund_by_staff
 from queueing.services import queue_rebuild
 
 logger = logging.getLogger(__name__)
@@ -62,3 +66,23 @@ def order_release(*, claim_id: uuid.UUID | str, actor: str) -> Claim:
         released = claim_release(claim_id=claim.pk, reason=ReleaseReason.STAFF)
     logger.info("order released by %s claim=%s event=%s", actor, claim.pk, claim.event_id)
     return released
+
+
+def order_refund(*, claim_id: uuid.UUID, actor: str, reason: str) -> Refund:
+    """An organizer refunds a paid order: everything its account still holds
+    for its tickets goes back through the payment that paid it, and the
+    order is cancelled (its tickets void and back on sale, the buyer
+    emailed), as a refund by platform staff does. Refused (409) for an
+    order with no payment that can be refunded now."""
+    payment = payments_to_refund(claim_ids=[claim_id]).get(claim_id)
+    if payment is None:
+        raise InvalidTransition("This order has no payment to refund: it was never paid.")
+    refund = payment_refund_by_staff(payment_id=payment.pk, actor=actor, reason=reason)
+    logger.info(
+        "order refunded by %s claim=%s payment=%s amount=%s",
+        actor,
+        claim_id,
+        payment.reference,
+        refund.amount,
+    )
+    return refund

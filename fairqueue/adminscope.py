@@ -11,7 +11,12 @@ organizer API ask it; it fails closed.
   orders and door belong to its organizer, and platform settings (users,
   schedules, lockouts) to superusers.
 - **Organizer members** (``Organizer.members``) see and change their own
-  organizers' events and those events' rows; nothing platform-wide.
+  organizers' events and those events' rows, money included (a refund of
+  their own order); nothing platform-wide.
+- **Platform work** (``platform_work``: an admin action marked so, such as
+  resolving a stuck payment with the gateway) is platform staff's alone:
+  it is offered to superusers and platform staff, and to nobody else, on
+  their own rows neither.
 - **Anyone else** sees nothing and changes nothing, whatever their model
   permissions or staff flag: a staff user removed from their organizer, or
   created without one, is not promoted to seeing everything.
@@ -81,10 +86,17 @@ def organizer_ids(request: HttpRequest | Any) -> frozenset[int]:
     return ids
 
 
-def reach(request: HttpRequest | Any, *, change: bool = False, money: bool = False) -> Reach:
+def reach(
+    request: HttpRequest | Any,
+    *,
+    change: bool = False,
+    money: bool = False,
+    platform: bool = False,
+) -> Reach:
     """The organizers whose rows the user may see (or change): ``EVERY`` or
     a set of ids (empty: none). ``money``: changing payments, which platform
-    staff do for every organizer."""
+    staff do for every organizer. ``platform``: a change that is platform
+    work, which no organizer member does."""
     user = request.user
     if not _active(user):
         return frozenset()
@@ -92,6 +104,8 @@ def reach(request: HttpRequest | Any, *, change: bool = False, money: bool = Fal
         return EVERY
     if _platform_staff(request) and (not change or money):
         return EVERY
+    if change and platform:
+        return frozenset()
     return organizer_ids(request)
 
 
@@ -110,10 +124,11 @@ def may(
     *,
     change: bool = False,
     money: bool = False,
+    platform: bool = False,
 ) -> bool:
     """May the user see (change) the rows of this organizer; without one,
     the rows of some organizer (a list page, an "add" button)."""
-    allowed = reach(request, change=change, money=money)
+    allowed = reach(request, change=change, money=money, platform=platform)
     if allowed is EVERY:
         return True
     return organizer_id in allowed if organizer_id is not None else bool(allowed)
@@ -141,11 +156,12 @@ def in_reach(
     *organizer_paths: str,
     change: bool = False,
     money: bool = False,
+    platform: bool = False,
 ) -> QuerySet:
     """``rows`` narrowed to those the user may see (or change)."""
     if not organizer_paths:
         return rows if platform_wide(request, change=change, money=money) else rows.none()
-    allowed = reach(request, change=change, money=money)
+    allowed = reach(request, change=change, money=money, platform=platform)
     if allowed is EVERY:
         return rows
     if not allowed:
@@ -160,6 +176,17 @@ def in_reach(
             lookup = Q(pk__in=rows.model._default_manager.filter(lookup).values("pk"))
         tied |= lookup
     return rows.filter(tied)
+
+
+def platform_work(action: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks an admin action as platform work (see above): ``TenantScoped``
+    offers it only to whom the rule lets do it, and runs it on those rows."""
+    action.platform_work = True  # type: ignore[attr-defined]  # read by TenantScoped
+    return action
+
+
+def _is_platform_work(action: Callable[..., Any]) -> bool:
+    return bool(getattr(action, "platform_work", False))
 
 
 class TenantScoped:
@@ -180,8 +207,12 @@ class TenantScoped:
     def _money(self) -> bool:
         return bool(getattr(self, "money", False))
 
-    def _in_reach(self, request: HttpRequest, rows: QuerySet, *, change: bool) -> QuerySet:
-        return in_reach(request, rows, *self._paths, change=change, money=self._money)
+    def _in_reach(
+        self, request: HttpRequest, rows: QuerySet, *, change: bool, platform: bool = False
+    ) -> QuerySet:
+        return in_reach(
+            request, rows, *self._paths, change=change, money=self._money, platform=platform
+        )
 
     def _may(self, request: HttpRequest, obj: Model | None, *, change: bool) -> bool:
         if not self._paths:
@@ -218,19 +249,24 @@ class TenantScoped:
     def get_actions(self, request: HttpRequest) -> dict[str, tuple[Callable[..., Any], str, str]]:
         """An action that changes anything (it needs more than the view
         permission: Django's bulk delete too) runs on the selected rows the
-        user may change, and on no other."""
+        user may change, and on no other; platform work is offered only to
+        whom the rule lets do it."""
         actions = super().get_actions(request)  # type: ignore[misc]  # ModelAdmin's, after the mixin
         return {
             name: (self._narrowed(func), name, description)
             for name, (func, _, description) in actions.items()
+            if not _is_platform_work(func)
+            or may(request, change=True, money=self._money, platform=True)
         }
 
     def _narrowed(self, func: Callable[..., Any]) -> Callable[..., Any]:
         if set(getattr(func, "allowed_permissions", ())) <= {"view"}:
             return func
+        platform = _is_platform_work(func)
 
         def run(modeladmin: Any, request: HttpRequest, queryset: QuerySet) -> Any:
-            return func(modeladmin, request, self._in_reach(request, queryset, change=True))
+            rows = self._in_reach(request, queryset, change=True, platform=platform)
+            return func(modeladmin, request, rows)
 
         run.allowed_permissions = func.allowed_permissions  # type: ignore[attr-defined]  # as admin.action sets it
         return run

@@ -1,14 +1,16 @@
-"""Payments in the admin, for staff: find stuck, blocked, overdue, flagged,
-refund and disputed payments, read why each needs attention, and act on them
-through the services. Nothing is edited by hand; the event log is read-only
-(the database refuses changes to it anyway). Money is shown in the
-currency's major unit.
+"""Payments in the admin: find stuck, blocked, overdue, flagged, refund and
+disputed payments, read why each needs attention and the purchase's
+account, and act on them through the services. Nothing is edited by hand;
+the event log is read-only (the database refuses changes to it anyway).
+Money is shown in the currency's major unit.
 
 Viewing needs ``payments.view_payment``; the actions need
 ``payments.change_payment`` (superusers have both). Which payments, by the
 tenant rule (fairqueue/adminscope.py): a user who belongs to an organizer
-sees and acts on the payments of that organizer's events; platform staff see
-and act on all (money is their work: ``money = True``).
+sees the payments of that organizer's events and refunds them; platform
+staff see and act on all (money is their work: ``money = True``), and the
+stuck-payment tools (verify, fail and release, mark refunded, keep the
+tickets, retry a resale refund) are theirs alone (``platform_work``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,19 @@ from django.utils.html import format_html, format_html_join
 from claims.domain import ReturnStatus, TransferStatus
 from claims.models import TicketReturn, TicketTransfer
 from claims.services import purchase_balance
+from fairqueue.adminscope import is_platform_staff, platform_work
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
 from ledger.domain import Bucket
 from ledger.selectors import account_lines
 from payments.attention import attention_filters, payment_attention, with_attention_facts
-from payments.domain import OPEN_REFUND_STATUSES, REFUNDABLE_STATUSES
+from payments.domain import (
+    DISPUTE_NEEDS_STAFF,
+    LIVE_STATUSES,
+    OPEN_REFUND_STATUSES,
+    REFUNDABLE_STATUSES,
+    PaymentStatus,
+)
 from payments.forms import RefundForm, minor_units
 from payments.models import GatewayIncident, Payment, PaymentEvent, Refund, WebhookReceipt
 from payments.services import (
@@ -57,8 +66,11 @@ logger = logging.getLogger(__name__)
 CHANGED_MEANWHILE = "the payment changed meanwhile: look again"
 
 
-def _actor(request: HttpRequest) -> str:
-    return f"staff:{request.user.get_username()}"
+def actor_of(request: HttpRequest) -> str:
+    """Who acted, as the log and the account name them: platform staff, or
+    an organizer's member."""
+    role = "staff" if is_platform_staff(request.user) else "organizer"
+    return f"{role}:{request.user.get_username()}"
 
 
 def _link(viewname: str, pk: object, text: object) -> str:
@@ -171,6 +183,61 @@ def refund_previews(payments: Iterable[Payment]) -> list[tuple[Payment, RefundPr
     return previews
 
 
+def refund_page(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    previews: list[tuple[Payment, RefundPreview]],
+    form: Any,
+    *,
+    action: str,
+    selected: Iterable[Any],
+    orders: bool = False,
+    unpaid: Iterable[str] = (),
+) -> TemplateResponse:
+    """The refund's confirmation page, as staff and organizers get it (from
+    the payments list or the orders list): what each refund gives back, the
+    tickets already checked in, sent on, resold or on resale, and the form.
+    ``selected``: the rows the form posts back for ``action``; ``orders``:
+    whole orders are refunded (no amount asked); ``unpaid``: orders selected
+    with no payment at all."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": "Refund orders" if orders else "Refund through the gateway",
+        "opts": model_admin.model._meta,
+        # (payment, preview) pairs: the checked-in tag reads the first.
+        "payments": previews,
+        "form": form,
+        "action": action,
+        "selected": [str(pk) for pk in selected],
+        "orders": orders,
+        "unpaid": list(unpaid),
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/payments/payment/refund.html", context)
+
+
+def actions_for(payment: Payment) -> list[str]:
+    """The actions that apply to this payment now, in the order its advice
+    (``payments.attention``) names them: the payment's page offers them."""
+    status, disputed = payment.status, payment.dispute in DISPUTE_NEEDS_STAFF
+    names = []
+    if status in LIVE_STATUSES:
+        names += ["verify_with_gateway", "fail_and_release"]
+    if status in REFUNDABLE_STATUSES:
+        names.append("refund")
+    if status in (PaymentStatus.REFUND_REQUIRED, PaymentStatus.REFUND_FAILED) or (
+        status == PaymentStatus.CONFIRMED and disputed
+    ):
+        names.append("mark_refunded")
+    if disputed:
+        names.append("keep_tickets")
+    if status == PaymentStatus.CONFIRMED and any(
+        a.key == "refund_failed" for a in payment_attention(payment)
+    ):
+        names.insert(0, "retry_resale_refund")
+    return names
+
+
 # What ``payment_verify_now`` answers when the gateway told us nothing.
 _VERIFY_NOT_DONE = {
     "gateway_unavailable": "the gateway did not answer: try again in a few minutes.",
@@ -266,6 +333,18 @@ class PaymentAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Payment | None = None) -> bool:
         return False
 
+    def get_fieldsets(self, request: HttpRequest, obj: Payment | None = None) -> list[Any]:
+        """No link to the payment log for a user who may not open it (an
+        organizer: the log holds the gateway's raw bodies)."""
+        fieldsets = list(super().get_fieldsets(request, obj))
+        log = self.admin_site._registry.get(PaymentEvent)
+        if log is not None and log.has_view_permission(request):
+            return fieldsets
+        return [
+            (name, {**options, "fields": [f for f in options["fields"] if f != "log_link"]})
+            for name, options in fieldsets
+        ]
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Payment]:
         # The attention column reads each row's refunds and returns: read
         # with the rows, so a page of payments costs the same queries as one.
@@ -332,10 +411,12 @@ class PaymentAdmin(admin.ModelAdmin):
         # Read only here, on one payment's page: the list never shows it.
         return render_to_string("admin/payments/payment/account.html", account_context(payment))
 
-    # --- what staff do ---------------------------------------------------------
+    # --- what staff and organizers do ----------------------------------------
     # Every action answers with a message per payment, never an error page:
     # a refusal says why (AppError), and a race lost to another writer
     # (IntegrityError: the service's transaction rolled back) says look again.
+    # The stuck-payment tools are platform work (fairqueue/adminscope.py);
+    # refunding is also the organizer's, on their own events' payments.
     def _run(
         self,
         request: HttpRequest,
@@ -349,7 +430,7 @@ class PaymentAdmin(admin.ModelAdmin):
         done, refused = 0, []
         for payment in queryset:
             try:
-                answer = action(payment_id=payment.pk, actor=_actor(request))
+                answer = action(payment_id=payment.pk, actor=actor_of(request))
                 if isinstance(answer, str) and answer in not_done:
                     refused.append(f"{payment.reference}: {not_done[answer]}")
                     continue
@@ -364,24 +445,44 @@ class PaymentAdmin(admin.ModelAdmin):
         for line in refused:
             self.message_user(request, line, messages.WARNING)
 
+    @platform_work
     @admin.action(description="Verify with the gateway now", permissions=["change"])
     def verify_with_gateway(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_verify_now, "Verified", _VERIFY_NOT_DONE)
 
-    @admin.action(description="Fail and release the claim", permissions=["change"])
-    def fail_and_release(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
-        self._run(request, queryset, payment_fail_and_release, "Failed and released")
+    @platform_work
+    @admin.action(description="Fail and release the claim…", permissions=["change"])
+    def fail_and_release(self, request: HttpRequest, queryset: QuerySet[Payment]):
+        """A confirmation page first says what failing each payment does;
+        then each selected payment is failed and its claim released."""
+        if "apply" in request.POST:
+            self._run(request, queryset, payment_fail_and_release, "Failed and released")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Fail and release the claim",
+            "opts": self.model._meta,
+            "payments": [
+                (payment, payment.status in LIVE_STATUSES)
+                for payment in queryset.select_related("claim")
+            ],
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/payments/payment/fail_and_release.html", context)
 
+    @platform_work
     @admin.action(
         description="Mark refunded (money returned outside FairQueue)", permissions=["change"]
     )
     def mark_refunded(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_mark_refunded, "Marked refunded")
 
+    @platform_work
     @admin.action(description="Keep the tickets (close the dispute flag)", permissions=["change"])
     def keep_tickets(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, payment_keep_tickets, "Tickets kept")
 
+    @platform_work
     @admin.action(description="Retry the resale refund", permissions=["change"])
     def retry_resale_refund(self, request: HttpRequest, queryset: QuerySet[Payment]) -> None:
         self._run(request, queryset, resale_refund_retry, "Resale refunds asked for again")
@@ -390,20 +491,18 @@ class PaymentAdmin(admin.ModelAdmin):
     def refund(self, request: HttpRequest, queryset: QuerySet[Payment]):
         """An intermediate page asks for the amount (empty: all that is left)
         and the reason; then each selected payment is refunded."""
-        form = RefundForm(request.POST if "apply" in request.POST else None)
+        currencies = {p.paid_currency or p.currency for p in queryset}
+        form = RefundForm(
+            request.POST if "apply" in request.POST else None,
+            currency=next(iter(currencies)) if len(currencies) == 1 else "",
+        )
         if form.is_bound and form.is_valid():
             self._refund_each(request, queryset, form)
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Refund through the gateway",
-            "opts": self.model._meta,
-            # (payment, preview) pairs: the checked-in tag reads the first.
-            "payments": refund_previews(queryset),
-            "form": form,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/payments/payment/refund.html", context)
+        return refund_page(
+            self, request, refund_previews(queryset), form, action="refund",
+            selected=[p.pk for p in queryset],
+        )  # fmt: skip
 
     def _refund_each(self, request: HttpRequest, queryset: QuerySet[Payment], form) -> None:
         major, reason = form.cleaned_data["amount"], form.cleaned_data["reason"]
@@ -417,7 +516,7 @@ class PaymentAdmin(admin.ModelAdmin):
                     continue
             try:
                 refund = payment_refund_by_staff(
-                    payment_id=payment.pk, actor=_actor(request), reason=reason, amount=amount
+                    payment_id=payment.pk, actor=actor_of(request), reason=reason, amount=amount
                 )
             except AppError as exc:
                 refused.append(f"{payment.reference}: {exc.message}")
@@ -432,6 +531,26 @@ class PaymentAdmin(admin.ModelAdmin):
             self.message_user(request, f"Refunds asked for: {', '.join(done)}.", messages.SUCCESS)
         for line in refused:
             self.message_user(request, line, messages.WARNING)
+
+    # --- the payment's page: the actions its advice names -----------------------
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ):
+        payment = self.get_object(request, object_id)
+        offered: list[tuple[str, str]] = []
+        if payment is not None:
+            mine = self.get_actions(request)
+            offered = [
+                (name, str(found[2]))
+                for name in actions_for(payment)
+                if (found := mine.get(name)) is not None
+            ]
+        extra_context = {**(extra_context or {}), "offered_actions": offered}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change) -> None:
         """Never: payments change only through the services."""

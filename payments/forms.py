@@ -1,11 +1,13 @@
-"""The staff refund form: amounts typed in the currency's major unit."""
+"""The refund forms: amounts typed in the currency's major unit."""
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 
+from fairqueue.forms import MoneyInput
 from fairqueue.money import ZERO_DECIMAL
 
 
@@ -20,6 +22,9 @@ def minor_units(amount: Decimal, currency: str) -> int | None:
 
 
 class RefundForm(forms.Form):
+    """``currency``: the selected payments' one currency, shown beside the
+    amount (none when they are in several)."""
+
     amount = forms.DecimalField(
         required=False,
         min_value=Decimal("0.01"),
@@ -32,5 +37,20 @@ class RefundForm(forms.Form):
     )
     reason = forms.CharField(
         max_length=200,
+        widget=forms.TextInput(attrs={"style": "width:min(36em,100%)"}),
+        help_text="Sent to the gateway as the merchant note and kept in the payment log.",
+    )
+
+    def __init__(self, *args: Any, currency: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["amount"].widget = MoneyInput(currency=currency, attrs={"step": "0.01"})
+
+
+class OrderRefundForm(forms.Form):
+    """An order refunded whole: all it still holds for its tickets."""
+
+    reason = forms.CharField(
+        max_length=200,
+        widget=forms.TextInput(attrs={"style": "width:min(36em,100%)"}),
         help_text="Sent to the gateway as the merchant note and kept in the payment log.",
     )

@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 
 from fairqueue.errors import ErrorCode, NotFound
 from payments.attention import attention_filters
-from payments.domain import LIVE_STATUSES
+from payments.domain import LIVE_STATUSES, REFUNDABLE_STATUSES, PaymentStatus
 from payments.models import GatewayIncident, Payment, PaymentEvent
 
 
@@ -27,6 +27,29 @@ def payment_by_reference(*, reference: str) -> Payment | None:
 
 def payment_live_for_claim(*, claim_id: uuid.UUID) -> Payment | None:
     return Payment.objects.filter(claim_id=claim_id, status__in=LIVE_STATUSES).first()
+
+
+def payments_to_refund(*, claim_ids: list[uuid.UUID]) -> dict[uuid.UUID, Payment]:
+    """The payment each order is refunded through: the one that paid it
+    (CONFIRMED), else one whose money is still the buyer's to get back
+    (REFUND_REQUIRED, REFUND_FAILED), else its latest (which says why it
+    cannot be). Orders with no payment are left out."""
+
+    def rank(payment: Payment) -> tuple[int, float]:
+        if payment.status == PaymentStatus.CONFIRMED:
+            first = 0
+        elif payment.status in REFUNDABLE_STATUSES:
+            first = 1
+        else:
+            first = 2
+        return first, -payment.created_at.timestamp()
+
+    chosen: dict[uuid.UUID, Payment] = {}
+    for payment in Payment.objects.filter(claim_id__in=claim_ids).select_related("claim"):
+        best = chosen.get(payment.claim_id)
+        if best is None or rank(payment) < rank(best):
+            chosen[payment.claim_id] = payment
+    return chosen
 
 
 def payments_needing_staff() -> QuerySet[Payment]:

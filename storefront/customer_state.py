@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.urls import reverse
@@ -183,23 +184,44 @@ class _Moves:
         pending = self.pending.get(ticket.pk) if status == "valid" else None
         event = ticket.event
         now = timezone.now()
+        refusal = return_refusal(ticket, now) if status == "valid" and pending is None else ""
         return {
             "resale": resale,
             "refund": refund,
             "transfer": (
                 {"transfer_id": str(pending.pk), "to_email": pending.to_email} if pending else None
             ),
-            "can_return": status == "valid"
-            and pending is None
-            and ticket.claim.source == ClaimSource.SALE
-            and event.returns_until is not None
-            and event.returns_until > now,
+            "can_return": status == "valid" and pending is None and not refusal,
+            "return_refusal": refusal,
             "can_transfer": status == "valid"
             and pending is None
             and transfers_left(
                 allowed=event.transfers_allowed, limit=event.transfer_limit, done=ticket.transfers
             ),
         }
+
+
+# Why a valid ticket cannot be returned for resale, as its holder reads it.
+RECEIVED_NOT_RETURNABLE = (
+    "You were sent this ticket, so it cannot be returned for a refund: you paid nothing for it."
+)
+
+
+def return_refusal(ticket: IssuedTicket, now: datetime) -> str:
+    """Empty when its holder may return this valid ticket now; else why not
+    (a ticket received by transfer, returns not offered or closed)."""
+    event = ticket.event
+    if ticket.claim.source != ClaimSource.SALE:
+        if transfers_left(
+            allowed=event.transfers_allowed, limit=event.transfer_limit, done=ticket.transfers
+        ):
+            return RECEIVED_NOT_RETURNABLE + " You can send it on to someone instead."
+        return RECEIVED_NOT_RETURNABLE
+    if event.returns_until is None:
+        return "This event takes no returns."
+    if event.returns_until <= now:
+        return "Returns for this event are closed."
+    return ""
 
 
 def transfers_for_customer(*, customer_id: uuid.UUID | str) -> list[dict[str, Any]]:

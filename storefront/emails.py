@@ -1,8 +1,8 @@
 """The buyer's emails: the confirmation (HTML and plain text, the tickets,
 each with its QR code as an inline image, and a receipt), the cancellation
-of a paid purchase (its tickets void, its money going back), and the
-plain-text notes of a returned ticket resold or back with its holder when
-returns closed, and of a ticket sent to someone."""
+of a paid purchase (its tickets void, its money going back), a ticket sent
+to someone (HTML and plain text), and the plain-text notes of a returned
+ticket resold or back with its holder when returns closed."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from django.conf import settings
 from django.core.mail import EmailMessage, EmailMultiAlternatives
 from django.template.loader import render_to_string
 
-from claims.domain import ticket_code_display
+from claims.domain import VoidReason, ticket_code_display
 from claims.models import Claim, IssuedTicket, TicketReturn, TicketTransfer
 from fairqueue.money import money_format
 from fairqueue.public_url import public_url
+from payments.domain import RefundStatus
+from payments.models import Refund
 from storefront.qr import qr_png
 from storefront.selectors import Confirmation
 
@@ -119,17 +121,22 @@ def return_closed_email(*, ticket_return: TicketReturn) -> EmailMessage:
     )
 
 
-def transfer_email(*, transfer: TicketTransfer) -> EmailMessage:
-    """To the person a ticket was sent to: how to accept it."""
+def transfer_email(*, transfer: TicketTransfer) -> EmailMultiAlternatives:
+    """To the person a ticket was sent to (HTML and text, like the
+    confirmation): who sent it, its tier and seat, the show, how to accept
+    it and by when (before the show starts: until then it is the sender's)."""
     ticket = transfer.ticket
-    lines = [
-        f"{ticket.holder_email} sent you a ticket for {ticket.event.name}{_seat(ticket)}.",
-        "Sign in with this email address and accept it on your tickets page:",
-        public_url("/tickets/"),
-        "",
-        "Once you accept, the ticket gets a new code that is yours alone.",
-    ]
-    return _note(f"A ticket for {ticket.event.name} was sent to you", lines, to=transfer.to_email)
+    event = ticket.event
+    context = {
+        "event": event,
+        "sender": ticket.holder_email,
+        "to_email": transfer.to_email,
+        "tier_name": ticket.tier.name,
+        "seat_label": ticket.seat_label,
+        "my_tickets_url": public_url("/tickets/"),
+    }
+    return _message("transfer", "A ticket was sent to you for", event.name, context,
+                    to=transfer.to_email)  # fmt: skip
 
 
 def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) -> EmailMessage:
@@ -150,18 +157,31 @@ def offer_email(*, event_name: str, event_id: object, to: str, expires_at: str) 
 
 def cancellation_email(*, claim: Claim, reason: str) -> EmailMultiAlternatives | None:
     """The message for a paid claim whose tickets were voided (``reason``:
-    ``refunded``, or ``staff``); None when it had no issued ticket."""
-    tickets = list(claim.issued_tickets.select_related("tier").order_by("seat"))
+    ``refunded``, or ``staff``); None when it had no issued ticket. It
+    names the codes the cancellation voided (not those resold or sent on
+    before) and what the refund that cancelled it gives back."""
+    tickets = list(
+        claim.issued_tickets.select_related("tier")
+        .exclude(void_reason__in=[VoidReason.RESOLD, VoidReason.TRANSFERRED])
+        .order_by("seat")
+    )
     if not tickets:
         return None
     event = claim.event
+    refund = (
+        Refund.objects.filter(payment__claim_id=claim.pk, for_resale=False)
+        .exclude(status=RefundStatus.FAILED)
+        .order_by("-created_at")
+        .first()
+    )
+    given_back = refund.amount if refund is not None else claim.amount
     context = {
         "event": event,
         "claim": claim,
         "tier_name": claim.tier.name,
         "refunded": reason == "refunded",
         "codes": [ticket_code_display(t.code) for t in tickets],
-        "total": money_format(claim.amount, claim.currency),
+        "total": money_format(given_back, claim.currency),
         "my_tickets_url": public_url("/tickets/"),
     }
     return _message(

@@ -23,7 +23,7 @@ from django.views.decorators.cache import never_cache
 from events.selectors import event_public_get, events_public
 from fairqueue.errors import NotFound
 from fairqueue.money import money_format
-from payments.domain import LIVE_STATUSES
+from payments.domain import LIVE_STATUSES, PaymentStatus
 from payments.services import payment_check_on_return
 from storefront.sale import duration_text, event_tiers, not_found_page, sale_state
 from storefront.ticket_pages import my_tickets_page, ticket_page, ticket_qr_svg
@@ -77,7 +77,10 @@ def signin_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "account/signin.html",
-        {"config": {"api": "/api/v1/", "next": next_url}, "codes_in_terminal": in_terminal},
+        {
+            "config": {"api": "/api/v1/", "next": next_url, "codes_in_terminal": in_terminal},
+            "codes_in_terminal": in_terminal,
+        },
     )
 
 
@@ -88,9 +91,19 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
     receipts, proxies and browser history, so it opens nothing. The tickets
     come with the customer's sign-in (My tickets, the waiting room). The
     gateway is asked at once (a decline sends no webhook); the page
-    refreshes itself while pending."""
+    refreshes itself while pending. Once paid, its script shows the
+    tickets (codes, seats, total) to the buyer signed in on this browser."""
     reference = (request.GET.get("reference") or request.GET.get("trxref") or "")[:64]
     payment = payment_check_on_return(reference=reference) if reference else None
+    # Once paid, the page's script shows the tickets to the buyer signed in
+    # (their token, GET events/{id}/me/): the ids below open nothing alone.
+    config = None
+    if payment is not None and payment.status == PaymentStatus.CONFIRMED:
+        config = {
+            "api": "/api/v1/",
+            "event_id": str(payment.claim.event_id),
+            "claim_id": str(payment.claim_id),
+        }
     return render(
         request,
         "payments/return.html",
@@ -98,6 +111,7 @@ def payment_return_page(request: HttpRequest) -> HttpResponse:
             "payment": payment,
             "pending": payment is not None and payment.status in LIVE_STATUSES,
             "status_text": payment_words(payment) if payment else "",
+            "config": config,
         },
         status=200 if payment is not None else 404,
     )

@@ -78,6 +78,10 @@ class IssuedTicketSerializer(serializers.Serializer):
         allow_null=True, help_text="A transfer of it waiting to be accepted: transfer_id, to_email."
     )
     can_return = serializers.BooleanField()
+    return_refusal = serializers.CharField(
+        help_text="Why this valid ticket cannot be returned for resale (received by transfer, "
+        "returns not offered or closed); empty when it can, or when it is not valid."
+    )
     can_transfer = serializers.BooleanField()
 
 

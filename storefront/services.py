@@ -120,7 +120,7 @@ def transfer_email_deliver(*, transfer_id: uuid.UUID | str) -> str:
     rows = TicketTransfer.objects.filter(
         pk=transfer_id, status=TransferStatus.PENDING, emailed_at__isnull=True
     )
-    transfer = rows.select_related("ticket__event").first()
+    transfer = rows.select_related("ticket__event", "ticket__tier").first()
     if transfer is None:
         return "nothing_to_send"
     return _send_then_mark(transfer_email(transfer=transfer), rows)

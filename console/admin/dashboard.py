@@ -8,7 +8,7 @@ numbers and charts every few seconds from the JSON view beside it."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -27,6 +27,7 @@ from console.selectors import (
 )
 from events.authentication import runs_event
 from events.models import Event
+from fairqueue.adminscope import is_platform_staff
 from fairqueue.money import money_format
 from payments.models import Payment
 
@@ -34,6 +35,7 @@ REFRESH_SECONDS = 5
 
 
 def _duration(seconds: float | None) -> str:
+    """A span as people say it: seconds, minutes, hours, then days and hours."""
     if seconds is None:
         return "—"
     seconds = int(seconds)
@@ -41,7 +43,10 @@ def _duration(seconds: float | None) -> str:
         return f"{seconds} s"
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    days, hours = seconds // 86400, seconds % 86400 // 3600
+    return f"{days} day{'s' if days > 1 else ''} {hours} h"
 
 
 def _ago(moment: datetime | None, now: datetime) -> str:
@@ -66,26 +71,55 @@ def _epoch(moment: datetime) -> float:
 
 
 def series_json(numbers: EventNumbers, series: SaleSeries | None) -> dict[str, Any]:
-    """The charts' data: times as Unix seconds, the sold tickets' projection
-    from now to the sell-out at the last 5 minutes' pace (none when not
-    selling)."""
+    """The charts' data: times as Unix seconds over the sale so far
+    (``x_range``), and the sold tickets' projection at the last 5 minutes'
+    pace from now (none when not selling). The projection looks ahead at
+    most as far as the sale has run, so the real line keeps at least half
+    of the chart; it stops at the sell-out or the sale's end, and
+    ``projection_end`` says where it leads (the page words it in the
+    reader's own time). The inventory's line is drawn only when the sales
+    come near it (else the sold line would lie flat)."""
     totals = numbers.totals
     if series is None:
-        return {"t": [], "sold": [], "waiting": [], "admitted_per_minute": [], "projection": []}
+        return {"t": [], "sold": [], "waiting": [], "admitted_per_minute": [], "projection": [],
+                "x_range": [], "inventory": None, "projection_end": None}  # fmt: skip
+    times = series.times
+    start, last = times[0].timestamp(), times[-1].timestamp()
+    now = min(numbers.read_at.timestamp(), max(last, start))
+    ended = numbers.event.sale_end is not None and numbers.event.sale_end <= numbers.read_at
+    x_end = max(last, now)
     projection: list[list[float]] = []
-    if numbers.eta_seconds is not None:
-        now = numbers.read_at.timestamp()
+    end: dict[str, Any] | None = None
+    sold, inventory = totals["sold"], totals["inventory"]
+    if numbers.eta_seconds is not None and not ended:
+        rate = numbers.sell_rate_per_minute / 60
+        sell_out = numbers.read_at + timedelta(seconds=numbers.eta_seconds)
+        sale_end = numbers.event.sale_end
+        stop = min(filter(None, (sell_out, sale_end)))
+        ahead = min((stop - numbers.read_at).total_seconds(), max(now - start, 60))
+        x_end = now + ahead
         projection = [
-            [round(now, 3), totals["sold"]],
-            [round(now + numbers.eta_seconds, 3), totals["inventory"]],
+            [round(now, 3), sold],
+            [round(x_end, 3), min(inventory, round(sold + rate * ahead))],
         ]
+        if sale_end is not None and sell_out > sale_end:
+            by_end = min(
+                inventory, round(sold + rate * (sale_end - numbers.read_at).total_seconds())
+            )
+            end = {"kind": "sale_end", "at": _epoch(sale_end), "sold": by_end}
+        else:
+            end = {"kind": "sell_out", "at": _epoch(sell_out), "sold": inventory}
+        end["inventory"] = inventory
+    highest = max([*series.sold, *(p[1] for p in projection), 1])
     return {
-        "t": [_epoch(t) for t in series.times],
+        "t": [_epoch(t) for t in times],
         "sold": series.sold,
         "waiting": series.waiting,
         "admitted_per_minute": series.admitted_per_minute,
-        "inventory": totals["inventory"],
+        "inventory": inventory if inventory <= 2 * highest else None,
         "projection": projection,
+        "projection_end": end,
+        "x_range": [round(start, 3), round(x_end, 3)],
     }
 
 
@@ -111,6 +145,7 @@ def numbers_json(numbers: EventNumbers) -> dict[str, Any]:
         "eta": "sold out" if sold_out else _duration(numbers.eta_seconds),
         "last_tick": _ago(numbers.last_tick, numbers.read_at),
         "sold": f"{totals['sold']:,} of {totals['inventory']:,}",
+        "on_resale": f"{totals['on_resale']:,}",
         "revenue": money_format(totals["revenue"], currency),
         "read_at": timezone.localtime(numbers.read_at).strftime("%H:%M:%S"),
     }
@@ -209,6 +244,7 @@ def dashboard_view(
             for t in numbers.after_sale.tiers
         ],
         "attention_any": any(numbers.attention.values()),
+        "platform_staff": is_platform_staff(request.user),
         "refresh_seconds": REFRESH_SECONDS,
         "data_url": reverse("admin:events_event_dashboard_data", args=[event.pk]),
         "orders_url": reverse("admin:console_order_changelist") + f"?event__id__exact={event.pk}",

@@ -1,31 +1,46 @@
 """Orders (claims of tickets) and buyers, as the organizer sees them: lists
 with search and filters, money in the currency's major unit, links to the
-payment pages, CSV exports, and releasing unpaid orders through the
-services. Scoped like every page, by the tenant rule (fairqueue/adminscope.py):
-releasing an order is its organizer's (or a superuser's) to do."""
+payment pages, CSV exports, releasing unpaid orders and refunding paid ones
+through the services. Scoped like every page, by the tenant rule
+(fairqueue/adminscope.py): releasing or refunding an order is its
+organizer's (or a superuser's) to do; platform staff refund from the
+payments pages."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import IntegrityError
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.http import HttpRequest, StreamingHttpResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from claims.domain import ClaimStatus, ticket_code_display
+from claims.domain import ClaimSource, ClaimStatus, ticket_code_display
 from claims.models import IssuedTicket
 from console.admin.dashboard import may_open
 from console.exports import holders_csv, orders_csv
-from console.models import STATUS_WORDS, Buyer, Order
-from console.services import order_release
+from console.models import Buyer, Order, status_words
+from console.services import order_refund, order_release
 from fairqueue.adminscope import in_reach, may
 from fairqueue.errors import AppError
 from fairqueue.money import money_format
+from payments.admin import actor_of, refund_page, refund_previews
+from payments.forms import OrderRefundForm
 from payments.models import Payment
+from payments.selectors import payments_to_refund
+
+logger = logging.getLogger(__name__)
+
+# The order's own page names its actions for the one order.
+ORDER_PAGE_LABELS = {
+    "refund_orders": "Refund this order…",
+    "release_unpaid": "Release this order (tickets back to sale)",
+}
 
 
 class ReadOnly:
@@ -59,7 +74,9 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
         "short_id", "created_at", "state", "event", "tier", "quantity", "total", "buyer",
         "payment",
     )  # fmt: skip
-    list_filter = ("status", ("event", admin.RelatedOnlyFieldListFilter), "release_reason")
+    list_filter = (
+        "status", "source", ("event", admin.RelatedOnlyFieldListFilter), "release_reason",
+    )  # fmt: skip
     search_fields = ("customer__email", "=id", "=payments__reference")
     search_help_text = "Buyer email, order id or payment reference."
     list_select_related = ("event", "tier", "customer")
@@ -71,7 +88,7 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
         "payment_in_flight",
     )  # fmt: skip
     readonly_fields = fields
-    actions = ["release_unpaid", "export_orders", "export_holders"]
+    actions = ["refund_orders", "release_unpaid", "export_orders", "export_holders"]
     organizer_paths = ("event__organizer_id",)
 
     def has_release_permission(self, request: HttpRequest) -> bool:
@@ -79,13 +96,23 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
         # narrows them); it is offered only to one who may change some.
         return request.user.has_perm("console.change_order") and may(request, change=True)
 
+    def has_refund_permission(self, request: HttpRequest) -> bool:
+        """Refunding is money: it needs the payments' change permission as
+        well as the orders'."""
+        user = request.user
+        return (
+            user.has_perm("console.change_order")
+            and user.has_perm("payments.change_payment")
+            and may(request, change=True)
+        )
+
     @admin.display(description="order", ordering="id")
     def short_id(self, order: Order) -> str:
         return str(order.pk)[:8]
 
     @admin.display(description="status", ordering="status")
     def state(self, order: Order) -> str:
-        word = STATUS_WORDS.get(ClaimStatus(order.status), order.status)
+        word = status_words(order)
         if order.status == ClaimStatus.RELEASED and order.release_reason:
             return f"{word} ({order.get_release_reason_display().lower()})"
         if order.status == ClaimStatus.CLAIMED and order.payment_in_flight:
@@ -94,6 +121,8 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="total", ordering="amount")
     def total(self, order: Order) -> str:
+        if order.source == ClaimSource.TRANSFER:
+            return "nothing paid (sent by its holder)"
         return money_format(order.amount, order.currency)
 
     @admin.display(description="buyer", ordering="customer__email")
@@ -152,10 +181,30 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
         return self._payments_field(request, super().get_list_display(request))
 
     def get_fields(self, request: HttpRequest, obj: Order | None = None) -> list[Any]:
-        return self._payments_field(request, super().get_fields(request, obj))
+        return self._payments_field(
+            request, self._for_status(super().get_fields(request, obj), obj)
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Order | None = None) -> list[Any]:
-        return self._payments_field(request, super().get_readonly_fields(request, obj))
+        fields = self._for_status(super().get_readonly_fields(request, obj), obj)
+        return self._payments_field(request, fields)
+
+    @staticmethod
+    def _for_status(names: Sequence[Any], order: Order | None) -> list[Any]:
+        """Only the times that apply: a hold's expiry and its payment in
+        flight while it awaits payment, the payment's time once paid, the
+        release once released."""
+        if order is None:
+            return list(names)
+        status = ClaimStatus(order.status)
+        unshown = set()
+        if status != ClaimStatus.CLAIMED:
+            unshown |= {"expires_at", "payment_in_flight"}
+        if status != ClaimStatus.RELEASED:
+            unshown |= {"released_at", "release_reason"}
+        if order.confirmed_at is None:
+            unshown.add("confirmed_at")
+        return [name for name in names if name not in unshown]
 
     # -- actions ------------------------------------------------------------------
 
@@ -171,6 +220,77 @@ class OrderAdmin(ReadOnly, admin.ModelAdmin):
             else:
                 done += 1
         return done, refused
+
+    @admin.action(description="Refund paid orders…", permissions=["refund"])
+    def refund_orders(self, request: HttpRequest, queryset: QuerySet[Order]):
+        """A confirmation page first says what each refund gives back and
+        what becomes of the tickets (checked in, sent on, resold, on
+        resale); then each order is refunded through the payment that paid
+        it, and cancelled."""
+        orders = list(queryset.select_related("event"))
+        if not orders:
+            self.message_user(request, "No order of yours was selected.", messages.WARNING)
+            return None
+        form = OrderRefundForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            self._refund_each(request, orders, form.cleaned_data["reason"])
+            return None
+        payments = payments_to_refund(claim_ids=[order.pk for order in orders])
+        return refund_page(
+            self, request, refund_previews(payments.values()), form,
+            action="refund_orders", selected=[order.pk for order in orders], orders=True,
+            unpaid=[str(order.pk)[:8] for order in orders if order.pk not in payments],
+        )  # fmt: skip
+
+    def _refund_each(self, request: HttpRequest, orders: list[Order], reason: str) -> None:
+        actor = actor_of(request)
+        done, refused = [], []
+        for order in orders:
+            name = str(order.pk)[:8]
+            try:
+                refund = order_refund(claim_id=order.pk, actor=actor, reason=reason)
+            except AppError as exc:
+                refused.append(f"{name}: {exc.message}")
+                continue
+            except IntegrityError:
+                logger.exception("refund of order %s refused by the database", order.pk)
+                refused.append(f"{name}: the order changed meanwhile: look again.")
+                continue
+            amount = money_format(refund.amount, refund.currency)
+            done.append(f"{name} ({amount}, {refund.status.lower()})")
+        if done:
+            self.message_user(request, f"Refunds asked for: {', '.join(done)}.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ):
+        """The order's page offers what may be done to it now."""
+        order = self.get_object(request, object_id)
+        offered: list[tuple[str, str]] = []
+        if order is not None:
+            mine = self.get_actions(request)
+            wanted = {
+                ClaimStatus.CONFIRMED: "refund_orders",
+                ClaimStatus.CLAIMED: "release_unpaid",
+            }.get(ClaimStatus(order.status))
+            if order.source == ClaimSource.TRANSFER:
+                wanted = None  # nothing was paid for it: nothing to refund or release
+            if wanted and wanted in mine:
+                offered.append((wanted, ORDER_PAGE_LABELS[wanted]))
+        extra_context = {
+            **(extra_context or {}),
+            "offered_actions": offered,
+            "changelist_url": reverse("admin:console_order_changelist") + f"?q={order.pk}"
+            if order is not None
+            else "",
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.action(
         description="Release unpaid orders (tickets back to sale)", permissions=["release"]
@@ -213,7 +333,7 @@ class BuyerAdmin(ReadOnly, admin.ModelAdmin):
         """Customers with an order for one of the user's events; the counts
         only count those orders."""
         mine = in_reach(request, Order.objects.all(), "event__organizer_id")
-        paid = Q(claims__status=ClaimStatus.CONFIRMED)
+        paid = Q(claims__status=ClaimStatus.CONFIRMED, claims__source=ClaimSource.SALE)
         return (
             super()
             .get_queryset(request)

@@ -1,7 +1,9 @@
 """The seat map of a reserved tier in the console: drawn (held and sold
-seats shown, refreshed live), generated ("rows A-T, 30 seats each"),
-imported from CSV, and seats blocked or unblocked. Every write goes through
-``events.services.seating``; a refusal is an admin message."""
+seats shown, refreshed live), generated ("rows A-T, 30 seats each": the
+form starts from the rows the tier has, and asks first, saying how the
+tier's inventory changes), imported from CSV, and seats blocked or
+unblocked. Every write goes through ``events.services.seating``; a refusal
+is an admin message."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from claims.domain import ClaimStatus
 from events.models import Event, TicketTier
 from events.services import seat_map_generate, seat_map_import_csv, seats_block
 from fairqueue.errors import AppError
-from inventory.seating.selectors import tier_seat_statuses
+from inventory.seating.domain import row_index
+from inventory.seating.selectors import tier_seat_statuses, tier_seats
 from inventory.seating.svg import seat_map_svg
 
 REFRESH_SECONDS = 5
@@ -31,6 +34,32 @@ class GenerateForm(forms.Form):
     last_row = forms.CharField(max_length=3, initial="T")
     seats_per_row = forms.IntegerField(min_value=1, max_value=1000, initial=30)
     section = forms.CharField(max_length=32, required=False)
+
+    def seats(self) -> int | None:
+        """How many seats the grid has; None when its rows are not rows."""
+        data = self.cleaned_data
+        try:
+            rows = row_index(data["last_row"]) - row_index(data["first_row"]) + 1
+        except ValueError:
+            return None
+        return rows * data["seats_per_row"] if rows > 0 else None
+
+
+def grid_in_use(tier: TicketTier) -> dict[str, object]:
+    """The grid the tier's seats make (its first and last row, the most
+    seats in a row, its section): what the generator starts from, so a
+    change of the seats per row does not also reset the rows. None of it
+    for a tier without seats."""
+    seats = tier_seats(tier_id=tier.pk)
+    rows = sorted({s.row for s in seats if s.row and s.row.isalpha()}, key=row_index)
+    if not rows:
+        return {}
+    return {
+        "first_row": rows[0],
+        "last_row": rows[-1],
+        "seats_per_row": max(s.number for s in seats if s.number),
+        "section": next((s.section for s in seats if s.section), ""),
+    }
 
 
 class ImportForm(forms.Form):
@@ -85,13 +114,18 @@ def seat_map_drawing(
 def seat_map_page(
     model_admin: admin.ModelAdmin, request: HttpRequest, event: Event, tier: TicketTier
 ) -> HttpResponse:
-    generate, upload, block = GenerateForm(), ImportForm(), BlockForm()
+    generate = GenerateForm(initial=grid_in_use(tier))
+    upload, block = ImportForm(), BlockForm()
+    confirm: dict[str, object] | None = None
     if request.method == "POST":
         kind = request.POST.get("form")
         if kind == "generate":
             generate = GenerateForm(request.POST)
-            if generate.is_valid():
+            # A grid that is not one is refused by the service, with its reason.
+            if generate.is_valid() and ("confirm" in request.POST or generate.seats() is None):
                 return _write(request, lambda: _generated(tier, generate.cleaned_data))
+            if generate.is_valid():
+                confirm = _generate_plan(tier, generate)
         elif kind == "import":
             upload = ImportForm(request.POST, request.FILES)
             if upload.is_valid():
@@ -117,10 +151,29 @@ def seat_map_page(
         "can_change": model_admin.has_change_permission(request, event),
         # Not "block": a template's {% block %} tag owns that name there.
         "generate_form": generate,
+        "generate_plan": confirm,
         "upload_form": upload,
         "block_form": block,
     }
     return render(request, "console/seatmap.html", context)
+
+
+def _generate_plan(tier: TicketTier, form: GenerateForm) -> dict[str, object]:
+    """What generating this grid does, said before it is done."""
+    data = form.cleaned_data
+    seats = form.seats() or 0
+    change = seats - tier.inventory
+    return {
+        "grid": f"rows {data['first_row'].upper()} to {data['last_row'].upper()}, "
+        f"{data['seats_per_row']} seats each"
+        + (f", section {data['section']}" if data["section"] else ""),
+        "seats": f"{seats:,}",
+        "inventory": f"{tier.inventory:,}",
+        "change": f"{change:+,}" if change else "",
+        "values": {
+            name: data[name] for name in ("first_row", "last_row", "seats_per_row", "section")
+        },
+    }
 
 
 def _write(request: HttpRequest, action: Callable[[], str]) -> HttpResponse:

@@ -99,6 +99,11 @@ def test_from_sign_in_to_a_ticket_with_a_qr_code(desktop, stack):
     wait_for(driver, lambda d: "/payments/return/" in d.current_url, what="the return page")
     wait_for(driver, lambda d: d.find_element(By.TAG_NAME, "h1").text == "Paid", 30, "Paid")
     assert driver.find_elements(By.CSS_SELECTOR, ".ticket") == []  # the reference shows none
+    # The buyer signed in on this browser reads the purchase: codes, seats, total.
+    paid = driver.find_element(By.ID, "paid-tickets")
+    wait_for(driver, lambda d: paid.is_displayed(), what="the tickets paid for")
+    (code,) = [li.get_attribute("data-code") for li in paid.find_elements(By.TAG_NAME, "li")]
+    assert "Total paid: NGN 5,000.00" in paid.text and code in paid.text
     shot(driver, "journey-6-paid")
     # The tickets come with the sign-in: My tickets.
     driver.find_element(By.LINK_TEXT, "See your tickets").click()

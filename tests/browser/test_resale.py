@@ -114,6 +114,10 @@ def test_return_resold_refunded_and_a_transfer(phone, stack, client):
     (theirs,) = IssuedTicket.objects.filter(customer=friend)
     wait_for(driver, lambda d: ticket_item(d, theirs.code).text, what="their ticket")
     assert "Valid" in ticket_item(driver, theirs.code).text
+    # No "Return for resale", and the page says why.
+    assert "You were sent this ticket, so it cannot be returned for a refund" in (
+        ticket_item(driver, theirs.code).text
+    )
     shot(driver, "transfer-2-accepted")
     kept.refresh_from_db()
     assert (kept.status, kept.void_reason) == ("VOID", "transferred")

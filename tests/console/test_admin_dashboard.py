@@ -10,14 +10,14 @@ import pytest
 from django.utils import timezone
 
 from claims.domain import ReleaseReason
-from claims.models import Claim
 from claims.services import claim_release
 from payments.models import Payment
 from queueing import services
 from queueing.models import QueueEntry
+from tests.claims.resale_support import admitted, buy, resale_event, return_ticket
 from tests.support.admin import event_of
 from tests.support.factories import TierFactory
-from tests.support.sales import admit_directly, hold_tickets, join, make_customers, pay
+from tests.support.sales import admit_directly, hold_tickets, join, make_customers, pay, sell
 
 pytestmark = pytest.mark.django_db
 
@@ -37,9 +37,8 @@ def sale(org_a):
     regular = event.tiers.get()
     vip = TierFactory(event=event, name="VIP", inventory=4, price=2_000_000)
     for _ in range(3):
-        hold_tickets(regular, 1, status="CONFIRMED")
-    disputed = pay(hold_tickets(vip, 1, status="CONFIRMED"))
-    Payment.objects.filter(pk=disputed.pk).update(status="CONFIRMED", dispute="open")
+        sell(regular, 1)
+    Payment.objects.filter(claim=sell(vip, 1)).update(dispute="open")
     hold_tickets(regular, 1, status="CLAIMED")
     stuck = pay(hold_tickets(regular, 1, status="CLAIMED"))
     Payment.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - timedelta(hours=1))
@@ -85,13 +84,17 @@ def test_the_dashboard_shows_the_sale(sale):
     assert f'<td data-key="tier_{regular.id}_sold">3</td>' in page
     assert f'<td data-key="tier_{vip.id}_revenue">NGN 20,000.00</td>' in page
     # Only the reasons with payments show (the page hides a line whose count
-    # falls to zero as it refreshes), as text: the payments pages are platform
-    # staff's, which an organizer may not open.
+    # falls to zero as it refreshes), each linked to the organizer's own
+    # payments of that reason; platform staff resolve them.
     disputed = '<strong data-key="attention_disputed">1</strong>'
-    assert f'<li data-hide-zero="attention_disputed">{disputed}' in page
+    assert (
+        '<li data-hide-zero="attention_disputed"><a href="/admin/payments/payment/'
+        f'?attention=disputed">{disputed}'
+    ) in page
     assert len(re.findall(r'<li data-hide-zero="attention_\w+" hidden>', page)) == 5
-    assert "/admin/payments/payment/" not in page
-    assert client.get("/admin/payments/payment/?attention=stuck").status_code == 403
+    assert "Platform staff resolve stuck, blocked and disputed payments" in page
+    stuck = client.get("/admin/payments/payment/?attention=stuck")
+    assert [p.claim.event_id for p in stuck.context["cl"].result_list] == [event.pk]
 
 
 def test_staff_who_may_open_the_payments_get_each_reason_linked(sale, superuser_client):
@@ -118,7 +121,7 @@ def test_the_json_refresh_has_the_same_figures_and_follows_the_sale(sale):
     }
 
     services.admission_tick_event(event_id=event.id)
-    hold_tickets(regular, 1, status="CONFIRMED")
+    sell(regular, 1)
 
     after = client.get(dashboard_url(event) + "data/").json()
     assert after["waiting"] == "0"
@@ -171,8 +174,7 @@ def test_the_charts_follow_the_sale_over_time(org_a):
     event = event_of(organizer, inventory=10, sale_start=now - timedelta(minutes=10))
     tier = event.tiers.get()
     for minutes_ago, quantity in ((8, 2), (2, 3)):
-        claim = hold_tickets(tier, quantity, status="CONFIRMED")
-        Claim.objects.filter(pk=claim.pk).update(confirmed_at=now - timedelta(minutes=minutes_ago))
+        sell(tier, quantity, at=now - timedelta(minutes=minutes_ago))
     for _ in range(4):
         join(event)
     entries = QueueEntry.objects.filter(event=event)
@@ -196,3 +198,75 @@ def test_the_charts_follow_the_sale_over_time(org_a):
     # 5 tickets taken in the last 5 minutes: 5 left at 1 a minute.
     (start, sold), (end, inventory) = series["projection"]
     assert (sold, inventory, round(end - start)) == (5, 10, 300)
+
+
+def test_a_slow_sale_charts_the_sale_so_far_and_says_where_the_pace_leads(org_a):
+    """Two tickets of 5,000 in an hour of a month-long sale: the chart spans
+    the hour and looks ahead one more, the sold line is not flattened by the
+    inventory's, and the estimate reads in days."""
+    client, _, organizer = org_a
+    now = timezone.now()
+    event = event_of(organizer, inventory=5000, sale_start=now - timedelta(hours=1),
+                     sale_end=now + timedelta(days=30))  # fmt: skip
+    sell(event.tiers.get(), 2, at=now - timedelta(minutes=2))
+
+    figures = client.get(dashboard_url(event) + "data/").json()
+    series = figures["series"]
+
+    # 2 tickets in 5 minutes: 4,998 left at 0.4 a minute, 8 days 16 h.
+    assert figures["eta"] == "8 days 16 h"
+    start, end = series["x_range"]
+    assert start == round(event.sale_start.timestamp(), 3)
+    assert 3590 <= end - now.timestamp() <= 3610  # as far ahead as the sale ran
+    assert series["inventory"] is None
+    (_, sold_now), (_, ahead) = series["projection"]
+    assert (sold_now, ahead) == (2, 26)  # 2 + 0.4 a minute for an hour
+    sell_out = (now + timedelta(minutes=4998 / 0.4)).timestamp()
+    end = series["projection_end"]
+    assert (end["kind"], end["sold"], end["inventory"]) == ("sell_out", 5000, 5000)
+    assert abs(end["at"] - sell_out) < 5
+    assert series["sold"][-1] == 2
+
+
+def test_a_ticket_on_resale_stays_sold_until_resold_and_revenue_counts_what_is_kept(
+    api, client, sandbox, org_a, django_capture_on_commit_callbacks
+):
+    admin, _, organizer = org_a
+    on_commit = django_capture_on_commit_callbacks
+    tier = resale_event(tickets=2, organizer=organizer)  # the buyer takes both
+    (first_in,) = admitted(tier.event)
+    first = buy(api, client, sandbox, on_commit, tier, first_in, quantity=2)
+    url = dashboard_url(tier.event) + "data/"
+
+    assert return_ticket(api, first, first.tickets()[0], on_commit).status_code == 202
+    on_resale = admin.get(url).json()
+
+    (second_in,) = admitted(tier.event)
+    buy(api, client, sandbox, on_commit, tier, second_in)
+    tier_of = f"tier_{tier.pk}_"
+    resold = admin.get(url).json()
+
+    assert (on_resale["sold"], on_resale["on_resale"], on_resale["revenue"]) == (
+        "2 of 2", "1", "NGN 10,000.00",
+    )  # fmt: skip
+    assert on_resale[tier_of + "free"] == "0"  # sold: it sells again as a resale
+    # Resold: sold once, to its buyer; the first buyer is owed face value
+    # less the NGN 500.00 fee, which the organizer keeps.
+    assert (resold["sold"], resold["on_resale"], resold["revenue"]) == (
+        "2 of 2", "0", "NGN 10,500.00",
+    )  # fmt: skip
+    assert resold["series"]["sold"][-1] == 2
+
+
+def test_a_sale_that_ends_before_its_pace_would_sell_out_says_how_many_by_its_end(org_a):
+    client, _, organizer = org_a
+    now = timezone.now()
+    event = event_of(organizer, inventory=5000, sale_start=now - timedelta(hours=1),
+                     sale_end=now + timedelta(days=1))  # fmt: skip
+    sell(event.tiers.get(), 2, at=now - timedelta(minutes=2))
+
+    end = client.get(dashboard_url(event) + "data/").json()["series"]["projection_end"]
+
+    # 0.4 a minute for the day left: 576 more.
+    assert (end["kind"], end["sold"], end["inventory"]) == ("sale_end", 578, 5000)
+    assert abs(end["at"] - event.sale_end.timestamp()) < 1

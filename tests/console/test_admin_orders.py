@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -144,12 +145,30 @@ def test_an_order_page_is_titled_for_a_person_and_lists_its_ticket_codes(shop):
     assert page.count("not checked in") == 2
 
 
-def test_an_organizer_reads_an_orders_payments_without_a_link_they_may_not_follow(
+def test_an_organizer_follows_an_orders_payments_link_to_their_own_payments_only(
     shop, superuser_client
 ):
+    client, _, _, paid, _, theirs = shop
+    payment = pay(paid, status="CONFIRMED")
+    other = pay(theirs, status="CONFIRMED")
+    link = f"/admin/payments/payment/?claim__id__exact={paid.pk}"
+
+    page = client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+    payments = client.get("/admin/payments/payment/")
+
+    assert link in page
+    assert [p.pk for p in payments.context["cl"].result_list] == [payment.pk]
+    assert client.get(f"/admin/payments/payment/{other.pk}/change/").status_code == 302
+    assert link in superuser_client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+
+
+def test_a_user_who_may_not_open_the_payments_reads_them_without_a_link(shop, org_a):
     client, _, _, paid, _, _ = shop
+    user = org_a[1]
     payment = pay(paid, status="CONFIRMED")
     link = f"/admin/payments/payment/?claim__id__exact={paid.pk}"
+    group = user.groups.get()
+    group.permissions.remove(*Permission.objects.filter(content_type__app_label="payments"))
 
     page = client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
     listed = client.get(ORDERS).content.decode()
@@ -158,8 +177,6 @@ def test_an_organizer_reads_an_orders_payments_without_a_link_they_may_not_follo
     assert f"<code>{payment.reference}</code> · Confirmed · NGN 10,000.00" in page
     assert payment.reference in listed
     assert client.get(link).status_code == 403  # why it is not shown
-    # Staff who may open the payments get the link.
-    assert link in superuser_client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
 
 
 def test_refunding_a_ticket_already_checked_in_warns_before_it_is_done(shop, superuser_client):
@@ -308,3 +325,42 @@ def test_the_queue_page_links_customer_and_event(superuser_client):
     assert f'href="/admin/core/customer/{customer.pk}/change/"' in listing
     assert f'href="/admin/events/event/{event.pk}/change/"' in listing
     assert "in line" in listing
+
+
+def test_an_order_shows_only_the_times_that_apply_to_it(shop):
+    client, _, _, paid, unpaid, _ = shop
+    Claim.objects.filter(pk=paid.pk).update(confirmed_at=paid.created_at)
+
+    paid_page = client.get(f"{ORDERS}{paid.pk}/change/").content.decode()
+    unpaid_page = client.get(f"{ORDERS}{unpaid.pk}/change/").content.decode()
+
+    assert "Expires at" not in paid_page and "Released at" not in paid_page
+    assert "Confirmed at" in paid_page
+    assert "Expires at" in unpaid_page and "Confirmed at" not in unpaid_page
+
+
+def test_a_ticket_received_by_transfer_is_not_listed_as_a_paid_order_of_nothing(shop):
+    client, _, tier, _, _, _ = shop
+    received = order_for(tier, "friend@example.test")
+    Claim.objects.filter(pk=received.pk).update(source="transfer", amount=0)
+
+    listed = client.get(ORDERS, {"source__exact": "transfer"})
+    page = client.get(f"{ORDERS}{received.pk}/change/").content.decode()
+
+    assert [o.pk for o in listed.context["cl"].result_list] == [received.pk]
+    text = listed.content.decode()
+    assert "received by transfer" in text and "nothing paid (sent by its holder)" in text
+    assert "NGN 0.00" not in text and ">paid<" not in text
+    assert "· friend@example.test · received by transfer" in page
+    assert "What you can do now" not in page  # nothing paid: nothing to refund
+
+
+def test_the_csv_times_are_dates_a_spreadsheet_reads(shop):
+    client, event, _, paid, _, _ = shop
+    Claim.objects.filter(pk=paid.pk).update(confirmed_at=paid.created_at)
+
+    (first, _) = rows(client.get(f"/admin/events/event/{event.pk}/orders.csv"))
+
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", first["created_at"])
+    assert first["paid_at"] == first["created_at"]
+    assert first["source"] == "sale"

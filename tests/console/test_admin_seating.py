@@ -28,10 +28,18 @@ def test_an_organizer_turns_a_tier_into_rows_of_seats_and_sees_them(org_a, tier)
     client = org_a[0]
     page = client.get(change_url(tier.event))
     assert seats_url(tier) in page.content.decode()
-    response = client.post(
-        seats_url(tier),
-        {"form": "generate", "first_row": "A", "last_row": "T", "seats_per_row": "30"},
+    grid = {"form": "generate", "first_row": "A", "last_row": "T", "seats_per_row": "30"}
+    asked = client.post(seats_url(tier), grid)
+    # Asked first, saying by how much the inventory changes; nothing changed yet.
+    assert asked.status_code == 200
+    words = " ".join(asked.content.decode().split())
+    assert (
+        "Replace every seat of Regular with 600 seats (rows A to T, 30 seats each)?" in words
     )
+    assert "The tier's inventory goes from 4 to 600 tickets (+596)." in words
+    assert TicketTier.objects.get(pk=tier.pk).inventory == 4
+    (confirm,) = [f for f in page_forms(asked.content.decode()) if f.get("confirm")]
+    response = client.post(seats_url(tier), confirm)
     assert response.status_code == 302
     assert messages_of(response) == ["The seat map now has 600 seats."]
     tier.refresh_from_db()
@@ -45,7 +53,8 @@ def test_held_and_sold_seats_are_drawn(org_a, tier):
     client = org_a[0]
     client.post(
         seats_url(tier),
-        {"form": "generate", "first_row": "A", "last_row": "B", "seats_per_row": "5"},
+        {"form": "generate", "first_row": "A", "last_row": "B", "seats_per_row": "5",
+         "confirm": "1"},
     )
     tier.refresh_from_db()
     hold_tickets(tier, 2, status="CLAIMED")
@@ -102,7 +111,27 @@ def test_another_organizer_sees_nothing(org_b, tier):
     assert client.get(seats_url(tier)).status_code == 404
     response = client.post(
         seats_url(tier),
-        {"form": "generate", "first_row": "A", "last_row": "B", "seats_per_row": "2"},
+        {"form": "generate", "first_row": "A", "last_row": "B", "seats_per_row": "2",
+         "confirm": "1"},
     )
     assert response.status_code == 404
     assert TicketTier.objects.get(pk=tier.pk).kind == "general"
+
+
+def test_the_generator_starts_from_the_rows_the_tier_has(org_a, tier):
+    client = org_a[0]
+    client.post(
+        seats_url(tier),
+        {"form": "generate", "first_row": "C", "last_row": "H", "seats_per_row": "12",
+         "section": "Stalls", "confirm": "1"},
+    )  # fmt: skip
+
+    (form,) = [f for f in page_forms(client.get(seats_url(tier)).content.decode())
+               if f.get("form") == "generate"]  # fmt: skip
+
+    assert (form["first_row"], form["last_row"], form["seats_per_row"], form["section"]) == (
+        "C", "H", "12", "Stalls",
+    )  # fmt: skip
+    # The same grid again changes nothing in the inventory, and says so.
+    asked = client.post(seats_url(tier), form)
+    assert "The tier's inventory stays at 72 tickets." in " ".join(asked.content.decode().split())

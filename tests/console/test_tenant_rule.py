@@ -85,6 +85,7 @@ def one_event(world: World, key: str) -> None:
     payment_log(payment=payment, kind="WEBHOOK_RECEIVED", actor="gateway")
     world.add(key, entry)
     world.add(key, on_the_list)
+    world.add(key, on_the_list, "console.WaitingListEntry")
     world.add(key, claim)
     world.add(key, claim, "console.Order")
     world.add(key, buyer, "console.Buyer")
@@ -96,10 +97,12 @@ def one_event(world: World, key: str) -> None:
         code=f"TENANT{key}0000000000"[:16], claim=claim, event=event, tier=tier,
         customer=buyer, holder_email=buyer.email, seat=1, issued_at=timezone.now(),
     )  # fmt: skip
-    world.add(key, TicketReturn.objects.create(
+    returned = TicketReturn.objects.create(
         ticket=ticket, claim=claim, event=event, ticket_row=claim.tickets.first(),
         refund_amount=4000, currency="NGN",
-    ))  # fmt: skip
+    )  # fmt: skip
+    world.add(key, returned)
+    world.add(key, returned, "console.Return")
     world.add(key, TicketTransfer.objects.create(
         ticket=ticket, event=event, sender=buyer, to_email="friend@example.test",
         to_canonical="friend@example.test",
@@ -164,7 +167,7 @@ def expected_rows(world: World, model: type[Model], persona: str) -> set[str]:
 
 
 def test_every_registered_page_shows_each_user_exactly_their_rows(world):
-    assert len(registered()) == 25  # a new page joins this walk
+    assert len(registered()) == 27  # a new page joins this walk
     seen: dict[tuple[str, str], set[str]] = {}
     # Every sign-in first: it writes rows of its own (axes' access log).
     clients = {persona: client_of(world, persona) for persona in PERSONAS}
@@ -369,3 +372,30 @@ def test_customers_an_organizer_sees_are_those_who_queued_or_claimed_for_its_eve
     assert str(stranger.pk) not in listed
     assert Customer.objects.count() == 5
     assert Claim.objects.count() == 2
+
+
+def test_platform_work_is_offered_to_platform_staff_alone(world):
+    """The stuck-payment tools (``platform_work``) are platform staff's: a
+    member of A, holding every permission, refunds A's payments and runs
+    no tool, not on A's own payments either."""
+    tools = {"verify_with_gateway", "fail_and_release", "mark_refunded", "keep_tickets",
+             "retry_resale_refund"}  # fmt: skip
+    offered = {}
+    for persona in PERSONAS:
+        response = client_of(world, persona).get("/admin/payments/payment/")
+        form = response.context["action_form"] if response.status_code == 200 else None
+        offered[persona] = {n for n, _ in form.fields["action"].choices if n} if form else set()
+    assert offered == {
+        "superuser": tools | {"refund"},
+        "platform staff": tools | {"refund"},
+        "member of A": {"refund"},
+        "member of B": {"refund"},
+        "nobody": set(),
+    }
+    payment = Refund.objects.get(payment__claim__event=world.events["A"]).payment
+    logged = PaymentEvent.objects.filter(payment=payment).count()
+    client_of(world, "member of A").post(
+        "/admin/payments/payment/",
+        {"action": "verify_with_gateway", "_selected_action": [str(payment.pk)]},
+    )
+    assert PaymentEvent.objects.filter(payment=payment).count() == logged

@@ -38,10 +38,10 @@ def listed(response) -> set[str]:
     return {p.reference for p in response.context["cl"].result_list}
 
 
-def act(client, action: str, *payments: Payment):
+def act(client, action: str, *payments: Payment, **form: str):
     return client.post(
         CHANGELIST,
-        {"action": action, "_selected_action": [str(p.pk) for p in payments]},
+        {"action": action, "_selected_action": [str(p.pk) for p in payments], **form},
         follow=True,
     )
 
@@ -87,10 +87,20 @@ def test_verify_now_applies_the_gateway_answer(api, staff, sandbox):
     assert payment.events.filter(kind="state_change", actor="staff:ada").count() == 1
 
 
-def test_fail_and_release(api, staff, sandbox):
+def test_fail_and_release_asks_first(api, staff, sandbox):
     payment = pending_payment(api)
 
-    act(staff, "fail_and_release", payment)
+    asked = act(staff, "fail_and_release", payment)
+
+    assert asked.status_code == 200
+    words = " ".join(asked.content.decode().split())
+    plan = f"{payment.reference}</code> — PENDING — {payment.email}: fails, and releases 1 ticket"
+    assert plan in words
+    assert 'value="Fail and release"' in words
+    assert reload(payment).status == "PENDING"
+    assert payment.events.filter(kind="staff_action").count() == 0
+
+    act(staff, "fail_and_release", payment, apply="1")
 
     payment = reload(payment)
     assert payment.status == "FAILED"
@@ -113,7 +123,7 @@ def test_money_of_the_wrong_amount_is_refunded_by_one_action(
     post_webhook(client, *sandbox.webhook(payment.reference))
     assert reload(payment).status == "REFUND_REQUIRED"
 
-    refused = act(staff, "fail_and_release", payment)
+    refused = act(staff, "fail_and_release", payment, apply="1")
     assert any("Only a live payment" in str(m) for m in refused.context["messages"])
     staff.post(
         CHANGELIST,
@@ -157,7 +167,7 @@ def test_viewing_staff_cannot_act(api, client, sandbox):
     client.force_login(viewer)
     payment = pending_payment(api)
     assert client.get(CHANGELIST).status_code == 200
-    act(client, "fail_and_release", payment)
+    act(client, "fail_and_release", payment, apply="1")
     assert reload(payment).status == "PENDING"
     assert payment.events.filter(kind="staff_action").count() == 0
 

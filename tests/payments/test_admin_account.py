@@ -334,6 +334,8 @@ def test_every_action_on_a_payment_in_any_status_answers_with_a_message(
         data = {"action": action, "_selected_action": [str(payment.pk)]}
         if action == "refund":
             data.update(apply="1", reason="staff check")
+        if action == "fail_and_release":
+            data.update(apply="1")
         with django_capture_on_commit_callbacks(execute=True):
             response = staff.post(CHANGELIST, data)
         assert response.status_code == 302, (payment.status, response.status_code)
@@ -398,6 +400,8 @@ def test_a_race_lost_to_the_database_is_a_message_and_a_log_line(
     data = {"action": action, "_selected_action": [str(payment.pk)]}
     if action == "refund":
         data.update(apply="1", reason="sorry")
+    if action == "fail_and_release":
+        data.update(apply="1")
     with caplog.at_level(logging.ERROR, logger="payments.admin"):
         response = staff.post(CHANGELIST, data, follow=True)
 

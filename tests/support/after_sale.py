@@ -35,11 +35,14 @@ def returned(tier: TicketTier, status: str, *, refund: str = "", fee: int = 0) -
             requested_by="resale",
             next_check_at=timezone.now(),
         )
+    row = Ticket.objects.get(claim=claim)
+    if status == "ON_RESALE":  # back on sale, still its buyer's (as ticket_return leaves it)
+        Ticket.objects.filter(pk=row.pk).update(claim=None, resale_from=claim)
     return TicketReturn.objects.create(
         ticket=ticket,
         claim=claim,
         event=tier.event,
-        ticket_row=Ticket.objects.get(claim=claim),
+        ticket_row=row,
         status=status,
         fee=fee,
         refund_amount=owed,

@@ -22,6 +22,8 @@ from events.services import tier_create
 from inventory.models import Ticket
 from inventory.services import inventory_sync_event
 from inventory.store import inventory_store
+from ledger.domain import charge_moves
+from ledger.models import AccountEntry
 from payments.models import Payment
 from queueing import services
 from queueing.domain import QueueStatus
@@ -241,11 +243,34 @@ def hold_tickets(tier: TicketTier, quantity: int, *, status: str = "CLAIMED") ->
         status=status,
         expires_at=timezone.now() + timedelta(minutes=10),
     )
-    ids = list(
-        Ticket.objects.filter(tier=tier, claim__isnull=True).values_list("id", flat=True)[:quantity]
-    )
+    # Free rows never sold (a row on resale is its first buyer's until resold).
+    free = Ticket.objects.filter(tier=tier, claim__isnull=True, resale_from__isnull=True)
+    ids = list(free.values_list("id", flat=True)[:quantity])
     assert len(ids) == quantity
     Ticket.objects.filter(id__in=ids).update(claim=claim)
+    return claim
+
+
+def sell(tier: TicketTier, quantity: int, *, at: datetime | None = None) -> Claim:
+    """A paid purchase as confirming its payment leaves it: the claim
+    CONFIRMED (``at``, now by default) with its ticket rows, its payment
+    CONFIRMED, and the charge in the purchase's account (what the
+    dashboard's revenue and sales line read)."""
+    at = at or timezone.now()
+    claim = hold_tickets(tier, quantity, status="CONFIRMED")
+    Claim.objects.filter(pk=claim.pk).update(confirmed_at=at)
+    payment = pay(claim, status="CONFIRMED")
+    Claim.objects.filter(pk=claim.pk).update(payment_in_flight=False)
+    Payment.objects.filter(pk=payment.pk).update(
+        paid_amount=claim.amount, paid_currency=claim.currency, confirmed_at=at
+    )
+    # The account is append-only (no UPDATE): written as of ``at``.
+    (charge,) = charge_moves(amount=claim.amount, tickets=quantity)
+    AccountEntry.objects.create(
+        claim_id=claim.pk, kind=charge.kind.value, amount=charge.amount, currency=claim.currency,
+        debit=charge.debit, credit=str(charge.credit), tickets=charge.tickets,
+        payment_id=payment.pk, actor="test", created_at=at,
+    )  # fmt: skip
     return claim
 
 

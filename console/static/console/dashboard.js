@@ -29,23 +29,57 @@
   // --- charts ---------------------------------------------------------------
 
   const INK = "#0b5cad";
-  // Times on the axis as the organizer's clock reads them (14:05, not 2:05pm).
-  const clock = (t) => new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   const QUIET = "#8c959f";
+  const HOUR = 3600;
+  // Times on the axis as the organizer's clock reads them (14:05, not
+  // 2:05pm), with the day once the chart spans more than most of one.
+  const at = (t, parts) => new Date(t * 1000).toLocaleString([], Object.assign({ hourCycle: "h23" }, parts));
+  function tickLabel(span) {
+    if (span > 7 * 24 * HOUR) return (t) => at(t, { day: "numeric", month: "short" });
+    if (span > 20 * HOUR) return (t) => at(t, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+    return (t) => at(t, { hour: "2-digit", minute: "2-digit" });
+  }
 
-  function options(el, series, extra) {
-    return Object.assign(
-      {
-        width: Math.max(260, el.clientWidth),
-        height: 200,
-        legend: { show: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
-        axes: [{ stroke: QUIET, values: (u, ticks) => ticks.map(clock) }, { stroke: QUIET, size: 56 }],
-        series: [{}].concat(series),
+  // Where the dashed line leads, in the reader's own time: the sell-out, or
+  // (when that is past the sale's end) how many will be sold by then.
+  function moment(t) {
+    const d = new Date(t * 1000);
+    const sameDay = d.toDateString() === new Date().toDateString();
+    const parts = sameDay ? { hour: "2-digit", minute: "2-digit" } : { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" };
+    return at(t, parts);
+  }
+  function projectionNote(end) {
+    if (!end) return "";
+    if (end.kind === "sell_out") return "projected sell-out " + moment(end.at) + " (dashed)";
+    return "at this pace " + end.sold.toLocaleString() + " of " + end.inventory.toLocaleString() + " by the sale's end, " + moment(end.at) + " (dashed)";
+  }
+
+  // Each chart's x range, read by its scale and its axis at every redraw.
+  const ranges = {};
+
+  function options(el, name, series) {
+    const range = () => ranges[name];
+    const span = () => ranges[name][1] - ranges[name][0];
+    return {
+      width: Math.max(200, el.clientWidth),
+      height: 200,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        // The sale so far (and the projection's look ahead), whatever the points.
+        x: { time: true, range: range },
+        y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] },
       },
-      extra || {}
-    );
+      axes: [
+        {
+          stroke: QUIET,
+          space: () => (span() > 20 * HOUR ? 90 : 50),
+          values: (u, ticks) => ticks.map(tickLabel(span())),
+        },
+        { stroke: QUIET, size: 56 },
+      ],
+      series: [{}].concat(series),
+    };
   }
 
   // uPlot wants one x array shared by every series: the sold line, the
@@ -63,7 +97,8 @@
       const p = proj.find(([pt]) => pt === t);
       return p ? p[1] : null;
     });
-    const inventory = times.map(() => s.inventory);
+    // No inventory line when the sales are far below it: it would flatten them.
+    const inventory = times.map(() => (s.inventory == null ? null : s.inventory));
     return [times, sold, projected, inventory];
   }
 
@@ -91,14 +126,19 @@
     const empty = !series.t.length;
     const note = root.querySelector(".fq-no-series");
     if (note) note.hidden = !empty;
+    const projection = root.querySelector(".fq-key-projection");
+    if (projection) projection.textContent = projectionNote(series.projection_end);
     for (const [name, kind] of Object.entries(KINDS)) {
       const el = document.getElementById("fq-chart-" + name);
       if (!el) continue;
       el.closest(".fq-chart").hidden = empty;
       if (empty) continue;
       const data = kind.data(series);
+      // The sold chart looks ahead as far as its projection; the others end now.
+      ranges[name] = name === "sold" ? series.x_range : [series.x_range[0], series.t[series.t.length - 1]];
+      if (ranges[name][1] <= ranges[name][0]) ranges[name] = [ranges[name][0], ranges[name][0] + 60];
       if (charts[name]) charts[name].setData(data);
-      else charts[name] = new uPlot(options(el, kind.series), data, el);
+      else charts[name] = new uPlot(options(el, name, kind.series), data, el);
       // What the chart shows last, for a reader (and a test) without the canvas.
       el.dataset.last = String(data[1].filter((v) => v !== null).slice(-1)[0]);
     }
@@ -107,7 +147,7 @@
   window.addEventListener("resize", () => {
     for (const [name, chart] of Object.entries(charts)) {
       const el = document.getElementById("fq-chart-" + name);
-      chart.setSize({ width: Math.max(260, el.clientWidth), height: 200 });
+      chart.setSize({ width: Math.max(200, el.clientWidth), height: 200 });
     }
   });
 

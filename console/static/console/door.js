@@ -136,10 +136,28 @@ async function toggleCamera() {
   }
 }
 
-QrScanner.hasCamera().then((has) => {
-  if (!has) return;
-  el("camera").hidden = false;
-  el("camera-button").addEventListener("click", toggleCamera);
-});
+// Browsers open a camera only for a page served over https (or from this
+// machine itself): on plain http, or with no camera, the panel says why
+// instead of hiding, and the typed code is the way in.
+function cameraUnavailable(why) {
+  el("camera-button").disabled = true;
+  el("camera-hint").hidden = true;
+  const note = el("camera-unavailable");
+  note.textContent = "Camera unavailable: this page needs https and a camera (" + why + "). Type the code below, or use a scanner that types into the box.";
+  note.hidden = false;
+}
+
+if (!window.isSecureContext || !navigator.mediaDevices) {
+  cameraUnavailable("it was opened over plain http");
+} else {
+  QrScanner.hasCamera().then((has) => {
+    if (!has) {
+      cameraUnavailable("no camera was found");
+      return;
+    }
+    el("camera-button").disabled = false;
+    el("camera-button").addEventListener("click", toggleCamera);
+  });
+}
 
 setInterval(refreshCount, (cfg.count_refresh || 10) * 1000);

@@ -20,6 +20,13 @@ ORGANIZER_PERMISSIONS = [
     # The console's orders and buyers lists ("change" = release unpaid orders).
     ("console", "order", ("view", "change")),
     ("console", "buyer", ("view",)),
+    # Their payments and refunds: read, and refund ("change"); the
+    # stuck-payment tools are platform staff's (fairqueue/adminscope.py).
+    ("payments", "payment", ("view", "change")),
+    ("payments", "refund", ("view",)),
+    # The waiting list and the returns of their events, read-only.
+    ("console", "waitinglistentry", ("view",)),
+    ("console", "return", ("view",)),
 ]
 
 

@@ -114,7 +114,10 @@ import { clock } from "./lib/format.js";
 
   function showCodeForm(email, resendAfter) {
     el("code-email").textContent = email;
-    el("code-hint").textContent = "Check your inbox (and spam folder) for an email from FairQueue.";
+    // Development mode sends no email: the code is where the server runs.
+    el("code-hint").textContent = cfg.codes_in_terminal
+      ? "Development mode: no email is sent. The code is in the terminal running make run (the web lines)."
+      : "Check your inbox (and spam folder) for an email from FairQueue.";
     emailForm.hidden = true;
     codeForm.hidden = false;
     startResendTimer(resendAfter || 0);

@@ -85,6 +85,8 @@ function actions(t, box) {
 }
 
 function note(t) {
+  // Why there is no "Return for resale" (a ticket you were sent, returns closed).
+  if (t.status === "valid" && t.return_refusal) return t.return_refusal;
   if (t.status === "on_resale" && t.resale) {
     return "On resale: you get " + money(t.resale.refund_amount, t.resale.currency) + " back if someone buys it.";
   }
